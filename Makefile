@@ -1,0 +1,91 @@
+# Deferred user-space stack unwinding for Linux 6.12 LTS: the series in
+# patches/ and the harness that proves it. `make help` lists the targets.
+
+SHELL      := /bin/bash
+ROOT       := $(abspath .)
+BUILD      := $(ROOT)/build
+PYTHON     := /usr/bin/python3
+PYTEST     := $(PYTHON) -m pytest
+# Which guest kernel: normal (base + feature) or debug (+ KASAN, lockdep,
+# atomic-sleep checks).
+CONFIG     ?= normal
+# The kernel tree: build/linux (Debian's linux-source-6.12 + patches/) unless
+# KERNEL=DIR names another tree, which is then used exactly as it is.
+ifeq ($(KERNEL),)
+KSRC       := $(BUILD)/linux
+KOBJ       := $(BUILD)/kobj/$(CONFIG)
+TREE_DEP   := tree
+else
+KSRC       := $(abspath $(KERNEL))
+KOBJ       := $(BUILD)/kobj/$(CONFIG)-$(shell echo $(KSRC) | md5sum | cut -c1-8)
+TREE_DEP   :=
+endif
+FRAGMENTS  := qemu/config/base.config qemu/config/feature.config
+ifeq ($(CONFIG),debug)
+FRAGMENTS  += qemu/config/debug.config
+VM_TIMEOUT ?= 1500
+else ifneq ($(CONFIG),normal)
+$(error CONFIG=$(CONFIG): use CONFIG=normal or CONFIG=debug)
+endif
+VM_TIMEOUT ?= 600
+SMP        ?= 4
+FILTER     ?=
+ST_BUILD   := $(BUILD)/selftests
+ST_INSTALL := $(BUILD)/selftests-install
+INITRD     := $(BUILD)/initramfs.cpio.gz
+RUN_DIR    := $(BUILD)/vmtest/$(CONFIG)
+
+.PHONY: help deps tree apply export kernel selftests initramfs vmtest \
+	vmtest-debug test checkpatch apply-fresh check kunit clean
+
+help: ## list the targets
+	@echo "usage: make TARGET [KERNEL=DIR] [CONFIG=normal|debug] [FILTER=gtest-filter]"
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
+		awk -F':.*## ' '{ printf "  %-14s %s\n", $$1, $$2 }'
+
+deps: ## install every Debian package the harness needs (idempotent)
+	@bash ci/deps.sh
+
+tree: deps ## make build/linux: Debian's 6.12 source as git, base + patches/
+	@bash ci/worktree.sh
+
+apply: deps ## apply patches/ to KERNEL=DIR with git am (refuses unsafe trees)
+	@bash ci/apply.sh "$(KERNEL)"
+
+export: deps ## regenerate patches/ from build/linux's commits (+ cover letter)
+	@bash ci/export.sh "$(KSRC)" "$(BASE)"
+
+kernel: deps $(TREE_DEP) ## configure (every option verified) and build the guest kernel
+	@bash ci/build-kernel.sh "$(KSRC)" "$(KOBJ)" $(FRAGMENTS)
+
+selftests: deps ## build the C++ GoogleTest selftests (static) and 32-bit helpers
+	@cmake -S selftests -B $(ST_BUILD) -DCMAKE_BUILD_TYPE= >/dev/null
+	@$(MAKE) -s -C $(ST_BUILD) -j$$(nproc) 2>&1 | { grep -v 'statically linked applications' || true; }
+	@rm -rf $(ST_INSTALL) && cmake --install $(ST_BUILD) --prefix $(ST_INSTALL) >/dev/null
+
+initramfs: selftests $(TREE_DEP) ## pack busybox, qemu/init and the selftests
+	@bash qemu/mkinitramfs.sh $(INITRD) $(ST_INSTALL) $(KSRC)
+
+vmtest: kernel initramfs ## boot the guest, run KUnit + selftests, print the verdict
+	@bash ci/vmtest.sh "$(KOBJ)" "$(INITRD)" "$(RUN_DIR)" "$(SMP)" "$(VM_TIMEOUT)" "$(FILTER)"
+
+vmtest-debug: ## make vmtest on the debug kernel (KASAN, lockdep, atomic sleep)
+	@$(MAKE) --no-print-directory vmtest CONFIG=debug
+
+test: deps ## the harness's own tests on the host (pytest, no VM)
+	@$(PYTEST) -q tests
+
+checkpatch: $(TREE_DEP) ## scripts/checkpatch.pl --strict over every patch
+	@bash ci/checkpatch.sh "$(KSRC)"
+
+apply-fresh: $(TREE_DEP) ## prove patches/ applies to a fresh, unpatched base
+	@bash ci/apply-fresh.sh
+
+check: ## everything CI runs: deps, harness tests, apply, checkpatch, vmtest x2
+	@bash ci/check.sh
+
+kunit: deps $(TREE_DEP) ## run the series' KUnit suites alone through kunit.py
+	@bash kunit/run.sh "$(KSRC)"
+
+clean: ## remove build outputs (keeps build/linux and its commits)
+	rm -rf $(BUILD)/kobj $(BUILD)/vmtest $(ST_BUILD) $(ST_INSTALL) $(INITRD)

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# usage: apply.sh DIR   (FORCE=1 skips the 6.12.y check)
+#
+# Apply patches/ to the kernel git tree DIR with `git am`. Refuses (exit 2,
+# tree untouched) when DIR is not a git tree, has uncommitted changes, is
+# not 6.12.y, or already carries the series. A patch that does not apply is
+# named with its conflicting files, and the tree is put back as it was.
+. "$(dirname "$0")/lib.sh"
+
+dir=${1:-}
+[ -n "$dir" ] || die "usage: make apply KERNEL=/path/to/linux-6.12.y"
+[ -d "$dir" ] || die "KERNEL=$dir: no such directory"
+git -C "$dir" rev-parse --git-dir >/dev/null 2>&1 ||
+	die "KERNEL=$dir is not a git tree: run 'git init && git add -A && git commit -m base' there first"
+[ "$(git -C "$dir" rev-parse --show-toplevel)" = "$(cd "$dir" && pwd -P)" ] ||
+	die "KERNEL=$dir is inside a git tree but not its top level: point KERNEL at the tree's top"
+git -C "$dir" rev-parse -q --verify HEAD >/dev/null ||
+	die "KERNEL=$dir has no commits: commit the base tree first"
+[ -f "$dir/Makefile" ] && [ -d "$dir/kernel" ] ||
+	die "KERNEL=$dir does not look like a Linux source tree (no Makefile or kernel/)"
+
+if [ -d "$(git -C "$dir" rev-parse --git-path rebase-apply)" ]; then
+	die "KERNEL=$dir has a 'git am' or rebase in progress: finish it or run 'git am --abort' there"
+fi
+dirty=$(git -C "$dir" status --porcelain --untracked-files=no)
+if [ -n "$dirty" ]; then
+	printf '%s\n' "$dirty" | head -10 >&2
+	die "KERNEL=$dir has uncommitted changes (above): commit or stash them, then retry"
+fi
+
+version=$(sed -n -e 's/^VERSION = //p' -e 's/^PATCHLEVEL = //p' "$dir/Makefile" | paste -sd.)
+if [ "$version" != "6.12" ]; then
+	[ "${FORCE:-0}" = 1 ] ||
+		die "KERNEL=$dir is Linux $version, not 6.12.y: the series targets 6.12 LTS (FORCE=1 tries anyway)"
+	warn "KERNEL=$dir is Linux $version, not 6.12.y: applying anyway (FORCE=1)"
+fi
+
+mapfile -t series < <(series_files)
+if [ ${#series[@]} -eq 0 ]; then
+	log "0 patches applied (patches/ holds no series)"
+	exit 0
+fi
+
+# Already applied? Any patch subject found among the tree's recent commits.
+recent=$(git -C "$dir" log --format='%h %s' -n 5000)
+for p in "${series[@]}"; do
+	subj=$(patch_subject "$p")
+	hit=$(printf '%s\n' "$recent" | awk -v s="$subj" 'substr($0, index($0, " ") + 1) == s { print $1; exit }')
+	if [ -n "$hit" ]; then
+		die "KERNEL=$dir already carries the series: commit $hit is '$subj' ($(basename "$p")). Use a tree without it, or reset it to the base first"
+	fi
+done
+
+head=$(git -C "$dir" rev-parse HEAD)
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+if git -C "$dir" -c user.name="${GIT_AUTHOR_NAME:-vmtest}" \
+	-c user.email="${GIT_AUTHOR_EMAIL:-vmtest@localhost}" \
+	am --3way --keep-cr "${series[@]}" >"$out" 2>&1; then
+	log "${#series[@]} patches applied to $dir ($(git -C "$dir" rev-parse --short "$head")..$(git -C "$dir" rev-parse --short HEAD))"
+	exit 0
+fi
+
+# Failure: name the patch and its files, then restore the tree exactly.
+failed=$(sed -n 's/^Patch failed at [0-9]* \(.*\)$/\1/p' "$out" | head -1)
+files=$( {
+	git -C "$dir" diff --name-only --diff-filter=U 2>/dev/null
+	sed -n -e 's/^error: patch failed: \(.*\):[0-9]*$/\1/p' \
+		-e 's/^error: \(.*\): patch does not apply$/\1/p' \
+		-e 's/^CONFLICT ([^)]*): .* in \(.*\)$/\1/p' "$out"
+} | sort -u)
+git -C "$dir" am --abort >/dev/null 2>&1 || true
+git -C "$dir" reset -q --hard "$head"
+sed 's/^/    /' "$out" >&2
+echo >&2
+printf 'error: patch does not apply to %s: %s\n' "$dir" "${failed:-unknown patch}" >&2
+printf '  files in conflict:\n' >&2
+printf '    %s\n' ${files:-"(git am named none)"} >&2
+printf '  the tree is back at %s, unchanged. Rebase the series onto this tree or use a 6.12.y base.\n' \
+	"$(git -C "$dir" rev-parse --short HEAD)" >&2
+exit 2

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Install what the harness needs from Debian packages. Idempotent: packages
+# that are already installed are not touched, so a second run costs ~1 s.
+. "$(dirname "$0")/lib.sh"
+
+PKGS=(
+	# kernel build
+	build-essential bc bison flex libelf-dev libssl-dev cpio kmod rsync
+	xz-utils git ccache
+	# the default kernel tree (Debian's 6.12.y with Debian's patches)
+	linux-source-6.12
+	# guest
+	qemu-system-x86 busybox-static
+	# selftests: C++ GoogleTest, static, plus 32-bit helpers
+	cmake g++ g++-multilib libgtest-dev
+	# host runner and the harness's own tests (Debian's, not PyPI's)
+	python3 python3-pytest
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+		missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	log "deps: all ${#PKGS[@]} packages present"
+	exit 0
+fi
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+log "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q || die "apt-get update failed: check the network or /etc/apt/sources.list"
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" ||
+	die "apt-get install failed for: ${missing[*]}"

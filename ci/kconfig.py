@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Make a guest .config from fragments and check that every option survived.
+
+usage: kconfig.py --src KERNEL --out OBJDIR FRAGMENT...
+
+The config is tinyconfig plus the fragments (later fragments win), resolved
+by Kconfig in one allnoconfig pass. Kconfig silently drops an option whose
+dependencies are not met, so afterwards every requested option is looked up
+in the final .config; any that did not survive is named and the exit code
+is 2. OBJDIR/.config is replaced only when its content changes, so kbuild
+stays incremental.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+TINY = ["kernel/configs/tiny-base.config", "kernel/configs/tiny.config",
+        "arch/x86/configs/tiny.config"]
+SET = re.compile(r"^(CONFIG_\w+)=(.*)$")
+UNSET = re.compile(r"^# (CONFIG_\w+) is not set$")
+
+
+def parse(lines):
+    """Map CONFIG_X -> value ('n' for 'is not set'); later lines win."""
+    opts = {}
+    for line in lines:
+        line = line.strip()
+        m = SET.match(line)
+        if m:
+            opts[m.group(1)] = m.group(2)
+            continue
+        m = UNSET.match(line)
+        if m:
+            opts[m.group(1)] = "n"
+    return opts
+
+
+def missing(requested, final):
+    """Requested options whose final value differs: [(name, want, got)]."""
+    bad = []
+    for name, want in requested.items():
+        got = final.get(name, "n")
+        if want != got:
+            bad.append((name, want, got))
+    return bad
+
+
+def describe(bad):
+    out = []
+    for name, want, got in bad:
+        w = "not set" if want == "n" else want
+        g = "not set" if got == "n" else got
+        out.append(f"  {name}: asked for {w}, .config has {g}")
+    return "\n".join(out)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--src", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--make", default="make")
+    ap.add_argument("fragments", nargs="+")
+    a = ap.parse_args(argv)
+
+    text = []
+    for f in TINY:
+        path = os.path.join(a.src, f)
+        if os.path.exists(path):
+            text += open(path).read().splitlines()
+    requested = {}
+    for f in a.fragments:
+        if not os.path.exists(f):
+            print(f"error: config fragment {f} not found", file=sys.stderr)
+            return 2
+        lines = open(f).read().splitlines()
+        text += lines
+        requested.update(parse(lines))
+
+    os.makedirs(a.out, exist_ok=True)
+    allconfig = os.path.join(a.out, "vmtest.allconfig")
+    new = "vmtest.config.new"
+    with open(allconfig, "w") as fh:
+        fh.write("\n".join(text) + "\n")
+    cmd = [a.make, "-s", "-C", a.src, f"O={os.path.abspath(a.out)}",
+           f"KCONFIG_ALLCONFIG={os.path.abspath(allconfig)}",
+           f"KCONFIG_CONFIG={new}", "allnoconfig"]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    if r.returncode:
+        print(r.stdout, file=sys.stderr)
+        print("error: Kconfig failed (above)", file=sys.stderr)
+        return 2
+    newpath = os.path.join(a.out, new)
+    final = parse(open(newpath).read().splitlines())
+    bad = missing(requested, final)
+    if bad:
+        print("error: these options did not survive Kconfig (check their "
+              "dependencies in the fragments):\n" + describe(bad),
+              file=sys.stderr)
+        os.unlink(newpath)
+        return 2
+    cur = os.path.join(a.out, ".config")
+    if os.path.exists(cur) and open(cur).read() == open(newpath).read():
+        os.unlink(newpath)
+        print(f"kconfig: {len(requested)} options verified, .config unchanged")
+    else:
+        os.replace(newpath, cur)
+        print(f"kconfig: {len(requested)} options verified, .config written")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

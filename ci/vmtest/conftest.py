@@ -1,0 +1,40 @@
+"""pytest glue: one pytest test per guest test (see test_guest.py)."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from vmtest import report  # noqa: E402
+
+
+def pytest_addoption(parser):
+    parser.addoption("--vmtest-dir", help="directory written by qemu/vm.py")
+    parser.addoption("--vmtest-config", help="the guest kernel's .config")
+
+
+def _report(config):
+    if not hasattr(config, "_vmtest_report"):
+        d = config.getoption("--vmtest-dir")
+        config._vmtest_report = report.analyze(
+            d, config.getoption("--vmtest-config")) if d else None
+    return config._vmtest_report
+
+
+def pytest_generate_tests(metafunc):
+    if "case" in metafunc.fixturenames:
+        rep = _report(metafunc.config)
+        cases = rep.cases if rep else []
+        metafunc.parametrize("case", cases, ids=[c.id for c in cases])
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    rep = _report(config)
+    if rep:
+        terminalreporter.section("vmtest summary")
+        for line in report.summary(rep):
+            terminalreporter.write_line(line)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    rep = _report(session.config)
+    if rep and exitstatus == 0 and report.exit_code(rep) == 4:
+        session.exitstatus = 4

@@ -1,0 +1,41 @@
+"""Find kernel splats in a console log.
+
+A warning leaves every test's own exit code at 0, so the console itself is
+scanned (BPF CI's rule). DENY names what fails a run; ALLOW lists lines
+that match DENY but are known harmless, each with the reason.
+"""
+import re
+
+from .ktap import TIMESTAMP
+
+DENY = [
+    ("panic", re.compile(r"Kernel panic - not syncing")),
+    ("warning", re.compile(r"WARNING: ")),
+    ("bug", re.compile(r"\bBUG: |kernel BUG at ")),
+    ("oops", re.compile(r"\bOops: |general protection fault")),
+    ("kasan", re.compile(r"KASAN: ")),
+    ("ubsan", re.compile(r"UBSAN: ")),
+    ("lockdep", re.compile(r"possible (circular|recursive) locking|"
+                           r"inconsistent lock state|"
+                           r"suspicious RCU usage")),
+    ("rcu stall", re.compile(r"rcu: INFO: .*detected stall|"
+                             r"self-detected stall")),
+    ("hung task", re.compile(r"INFO: task .* blocked for more than")),
+    ("soft lockup", re.compile(r"soft lockup|hard LOCKUP")),
+]
+
+# (pattern, why it is harmless). Keep this short and explained.
+ALLOW = [
+]
+
+
+def scan(text, context=3):
+    """Return [(kind, [offending line and a few after])]."""
+    lines = [TIMESTAMP.sub("", l) for l in text.splitlines()]
+    found = []
+    for i, line in enumerate(lines):
+        for kind, pat in DENY:
+            if pat.search(line) and not any(a.search(line) for a, _ in ALLOW):
+                found.append((kind, lines[i:i + 1 + context]))
+                break
+    return found

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# usage: mkinitramfs.sh OUT.cpio.gz SELFTEST_DIR KERNEL_SRC
+#
+# The guest's initramfs: busybox-static, qemu/init as /init, and every file
+# of SELFTEST_DIR (the installed selftests and helpers) under /selftests.
+# Built with the kernel's gen_init_cpio from a file list, so it needs no
+# root for device nodes and is byte-for-byte reproducible.
+# (gen_init_cpio is compiled from KERNEL_SRC/usr/gen_init_cpio.c.)
+. "$(dirname "$0")/../ci/lib.sh"
+
+[ $# -eq 3 ] || die "usage: mkinitramfs.sh OUT.cpio.gz SELFTEST_DIR KERNEL_SRC"
+out=$1 tests=$2 ksrc=$3
+busybox=/bin/busybox
+[ -x "$busybox" ] && file -L "$busybox" 2>/dev/null | grep -q 'statically linked' ||
+	busybox=$(command -v busybox) || die "busybox-static missing: run 'make deps'"
+[ -d "$tests" ] || die "$tests: no selftests installed (make selftests)"
+
+gen=$BUILD/tools/gen_init_cpio
+if [ ! -x "$gen" ]; then
+	mkdir -p "$(dirname "$gen")"
+	cc -O2 -o "$gen" "$ksrc/usr/gen_init_cpio.c" ||
+		die "could not build gen_init_cpio from $ksrc"
+fi
+
+list=$(mktemp)
+trap 'rm -f "$list"' EXIT
+{
+	for d in /bin /sbin /dev /proc /sys /tmp /selftests; do
+		echo "dir $d 0755 0 0"
+	done
+	echo "nod /dev/console 0600 0 0 c 5 1"
+	echo "file /bin/busybox $busybox 0755 0 0"
+	for app in sh mount cat grep sed ls sync reboot nproc timeout uname \
+		echo sleep id su chown chmod mkdir taskset; do
+		echo "slink /bin/$app /bin/busybox 0777 0 0"
+	done
+	echo "file /init $ROOT/qemu/init 0755 0 0"
+	find "$tests" -maxdepth 1 -type f | LC_ALL=C sort | while read -r f; do
+		echo "file /selftests/$(basename "$f") $f 0755 0 0"
+	done
+} >"$list"
+mkdir -p "$(dirname "$out")"
+KBUILD_BUILD_TIMESTAMP=0 "$gen" -t 0 "$list" | gzip -n -1 >"$out.tmp"
+mv "$out.tmp" "$out"
+log "initramfs: $out ($(du -k "$out" | cut -f1) KiB)"

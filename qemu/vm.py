@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Boot the test guest once and save what it said.
+
+usage: vm.py --kernel BZIMAGE --initrd CPIO --out DIR [--smp N] [--mem M]
+             [--timeout S] [--filter GTEST_FILTER]
+
+Writes DIR/console.log (ttyS0: boot log, KUnit, splats), DIR/results.log
+(ttyS1: the selftests' KTAP) and DIR/run.json (accelerator, times, exit
+status, whether the host timeout fired). It decides nothing: the verdict is
+ci/vmtest's, read from those logs.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import x86_64 as arch  # noqa: E402
+
+
+def kvm_usable():
+    return os.access("/dev/kvm", os.R_OK | os.W_OK)
+
+
+def command(a, accel_args):
+    cmd = [arch.QEMU, *accel_args, "-smp", str(a.smp), "-m", a.mem,
+           "-nodefaults", "-display", "none", "-no-reboot",
+           "-kernel", a.kernel, "-initrd", a.initrd]
+    for name in arch.SERIAL:
+        path = os.path.join(a.out, f"{name}.log")
+        cmd += ["-chardev", f"file,id={name},path={path}",
+                "-serial", f"chardev:{name}"]
+    append = f"{arch.CMDLINE} vmtest.cpus={a.smp} vmtest.timeout={a.timeout}"
+    if a.filter:
+        append += f" vmtest.filter={a.filter}"
+    return cmd + ["-append", append]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kernel", required=True)
+    ap.add_argument("--initrd", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--smp", type=int, default=4)
+    ap.add_argument("--mem", default="2G")
+    ap.add_argument("--timeout", type=int, default=600,
+                    help="host-side limit for the whole boot and run (s)")
+    ap.add_argument("--filter", default="")
+    a = ap.parse_args(argv)
+
+    for f in (a.kernel, a.initrd):
+        if not os.path.exists(f):
+            print(f"error: {f} missing: run 'make kernel selftests'",
+                  file=sys.stderr)
+            return 2
+    if not shutil.which(arch.QEMU):
+        print(f"error: {arch.QEMU} missing: run 'make deps'", file=sys.stderr)
+        return 2
+    os.makedirs(a.out, exist_ok=True)
+    for name in arch.SERIAL:
+        open(os.path.join(a.out, f"{name}.log"), "w").close()
+    kvm = kvm_usable()
+    cmd = command(a, arch.KVM_ARGS if kvm else arch.TCG_ARGS)
+    run = {"accel": "kvm" if kvm else "tcg", "smp": a.smp, "mem": a.mem,
+           "timeout": a.timeout, "command": cmd}
+    results = os.path.join(a.out, "results.log")
+
+    t0 = time.monotonic()
+    boot = None
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    timed_out = False
+    while proc.poll() is None:
+        if boot is None and os.path.getsize(results) > 0:
+            boot = time.monotonic() - t0
+        if time.monotonic() - t0 > a.timeout:
+            timed_out = True
+            proc.kill()
+            break
+        time.sleep(0.1)
+    qemu_out = proc.communicate()[0].decode(errors="replace")
+    run.update(boot_seconds=round(boot, 2) if boot is not None else None,
+               total_seconds=round(time.monotonic() - t0, 2),
+               qemu_exit=proc.returncode, timed_out=timed_out,
+               qemu_output=qemu_out[-2000:])
+    with open(os.path.join(a.out, "run.json"), "w") as fh:
+        json.dump(run, fh, indent=1)
+    print(f"vm: {run['accel']}, -smp {a.smp}, boot to init "
+          f"{run['boot_seconds']} s, total {run['total_seconds']} s"
+          + (", HOST TIMEOUT" if timed_out else ""))
+    if proc.returncode and not timed_out and qemu_out.strip():
+        print(qemu_out.strip(), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

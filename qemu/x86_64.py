@@ -1,0 +1,13 @@
+"""Everything the harness knows about the guest architecture, as data."""
+
+QEMU = "qemu-system-x86_64"
+KERNEL_IMAGE = "arch/x86/boot/bzImage"
+# Boot parameters. panic=-1 reboots at once on a panic, and -no-reboot
+# turns that reboot into QEMU's exit, so a panic ends the run in seconds.
+CMDLINE = ("console=ttyS0,115200 panic=-1 rdinit=/init "
+           "tsc=reliable no_hash_pointers")
+KVM_ARGS = ["-machine", "q35,accel=kvm", "-cpu", "host"]
+TCG_ARGS = ["-machine", "q35", "-cpu", "max", "-accel", "tcg,thread=multi"]
+# Two serial ports: ttyS0 is the kernel console, ttyS1 the guest's results
+# channel (KTAP from qemu/init). The verdict never shares the console.
+SERIAL = ["console", "results"]

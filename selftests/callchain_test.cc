@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Baseline callchains, on any 6.12+ kernel: a cpu-clock sampling event on
+ * the test's own thread, while it runs a known recursion that spends its
+ * time in read(2), must give samples with both a kernel part and a user
+ * part, and the user part must hold the recursion's return addresses
+ * (resolved against this binary's own symbol table). Also probes whether
+ * the kernel accepts defer_callchain, and checks the answer is coherent.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/features.h"
+#include "lib/perf_abi.h"
+#include "lib/perf_event.h"
+#include "lib/symbols.h"
+
+namespace {
+
+constexpr int kDepth = 8;
+constexpr int kWantKernelSamples = 20;
+
+double now()
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The bottom of the recursion: time spent mostly inside read(2). */
+extern "C" __attribute__((noinline)) int callchain_leaf(int fd, double until)
+{
+	static char buf[256 << 10];
+	int reads = 0;
+	while (now() < until) {
+		if (read(fd, buf, sizeof(buf)) <= 0)
+			return -1;
+		reads++;
+	}
+	return reads;
+}
+
+/* Each level leaves one return address inside this function. */
+extern "C" __attribute__((noinline)) int callchain_recurse(int n, int fd,
+							    double until)
+{
+	if (n == 0)
+		return callchain_leaf(fd, until);
+	int r = callchain_recurse(n - 1, fd, until);
+	asm volatile("" ::: "memory"); /* no tail call */
+	return r;
+}
+
+/* Longest run of consecutive entries that fall inside sym. */
+int longest_run(const std::vector<uint64_t> &ips, const syms::Symbol &sym)
+{
+	int best = 0, run = 0;
+	for (uint64_t ip : ips) {
+		run = sym.contains(ip) ? run + 1 : 0;
+		best = std::max(best, run);
+	}
+	return best;
+}
+
+TEST(Callchain, KernelAndUserPartsHoldTheRecursion)
+{
+	std::string err;
+	auto symbols = syms::load("/proc/self/exe", &err);
+	ASSERT_FALSE(symbols.empty()) << err;
+	const syms::Symbol *rec = syms::find(symbols, "callchain_recurse");
+	ASSERT_NE(rec, nullptr) << "callchain_recurse not in the symbol table";
+
+	perf_event_attr attr{};
+	attr.type = PERF_TYPE_SOFTWARE;
+	attr.config = PERF_COUNT_SW_CPU_CLOCK;
+	attr.sample_period = 200000; /* ns */
+	attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+			   PERF_SAMPLE_CALLCHAIN;
+	attr.disabled = 1;
+	perf::Event ev;
+	int r = ev.open(attr, 0, -1, 256);
+	if (r == -EACCES || r == -EPERM)
+		GTEST_SKIP() << "kernel samples not allowed here: "
+			     << strerror(-r);
+	ASSERT_EQ(r, 0) << "perf_event_open(cpu-clock): " << strerror(-r);
+
+	int fd = open("/dev/zero", O_RDONLY);
+	ASSERT_GE(fd, 0) << "open /dev/zero: " << strerror(errno);
+	int samples = 0, with_kernel = 0, with_recursion = 0, deepest = 0;
+	for (double t0 = now(); now() - t0 < 5 && with_recursion < kWantKernelSamples;) {
+		ev.enable();
+		ASSERT_GT(callchain_recurse(kDepth, fd, now() + 0.2), 0);
+		ev.disable();
+		for (const perf::Record &rec_ : ev.drain()) {
+			if (rec_.header.type != PERF_RECORD_SAMPLE)
+				continue;
+			perf::Sample s;
+			ASSERT_TRUE(perf::parse_sample(rec_, attr.sample_type,
+						       &s, &err)) << err;
+			samples++;
+			perf::SplitChain c = perf::split_callchain(s.callchain);
+			if (!c.has_kernel_ctx || c.kernel.empty())
+				continue;
+			with_kernel++;
+			/* The sample may stop one level short of the leaf. */
+			int run = longest_run(c.user, *rec);
+			deepest = std::max(deepest, run);
+			if (c.has_user_ctx && run >= kDepth)
+				with_recursion++;
+		}
+	}
+	close(fd);
+	printf("# samples %d, with a kernel part %d, with >= %d frames of "
+	       "callchain_recurse %d, deepest run %d, lost %llu\n",
+	       samples, with_kernel, kDepth, with_recursion, deepest,
+	       (unsigned long long)ev.lost());
+	EXPECT_GT(samples, 0) << "no sample in 5 s of cpu-clock sampling";
+	EXPECT_GT(with_kernel, 0) << "no sample with a kernel callchain";
+	EXPECT_GT(with_recursion, 0)
+		<< "no kernel sample whose user chain holds " << kDepth
+		<< " return addresses in callchain_recurse [0x" << std::hex
+		<< rec->start << ", +0x" << rec->size << ")";
+}
+
+/*
+ * The answer a kernel gives about the two new bits must be all or nothing:
+ * both accepted (the feature) or both EINVAL (no feature), and the first
+ * reserved bit after them rejected either way.
+ */
+TEST(DeferProbe, AttrBitsAreAllOrNothing)
+{
+	int cc = features::try_attr_bit(perf_abi::kDeferCallchainBit);
+	int out = features::try_attr_bit(perf_abi::kDeferOutputBit);
+	int reserved = features::try_attr_bit(perf_abi::kDeferOutputBit + 1);
+	printf("# defer_callchain (bit 38): %s, defer_output (bit 39): %s, "
+	       "bit 40: %s\n", cc ? strerror(-cc) : "accepted",
+	       out ? strerror(-out) : "accepted",
+	       reserved ? strerror(-reserved) : "accepted");
+	EXPECT_EQ(reserved, -EINVAL) << "reserved attr bit 40 must be EINVAL";
+	if (cc == 0) {
+		EXPECT_EQ(out, 0) << "defer_callchain without defer_output";
+	} else {
+		EXPECT_EQ(cc, -EINVAL) << "a kernel without the feature must "
+					  "reject bit 38 with EINVAL";
+		EXPECT_EQ(out, -EINVAL) << "defer_output without defer_callchain";
+	}
+}
+
+} // namespace

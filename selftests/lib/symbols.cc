@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "symbols.h"
+
+#include <elf.h>
+#include <string.h>
+
+#include <fstream>
+#include <iterator>
+
+namespace syms {
+
+namespace {
+
+template <typename Ehdr, typename Shdr, typename Sym>
+std::vector<Symbol> parse(const std::vector<char> &f, std::string *err)
+{
+	std::vector<Symbol> out;
+	if (f.size() < sizeof(Ehdr)) {
+		*err = "truncated ELF header";
+		return out;
+	}
+	Ehdr eh;
+	memcpy(&eh, f.data(), sizeof(eh));
+	if (eh.e_shoff == 0 || eh.e_shoff + eh.e_shnum * sizeof(Shdr) > f.size()) {
+		*err = "no section headers";
+		return out;
+	}
+	std::vector<Shdr> sh(eh.e_shnum);
+	memcpy(sh.data(), f.data() + eh.e_shoff, eh.e_shnum * sizeof(Shdr));
+	for (const Shdr &s : sh) {
+		if (s.sh_type != SHT_SYMTAB || s.sh_link >= sh.size())
+			continue;
+		const Shdr &str = sh[s.sh_link];
+		if (s.sh_offset + s.sh_size > f.size() ||
+		    str.sh_offset + str.sh_size > f.size())
+			break;
+		for (size_t off = 0; off + sizeof(Sym) <= s.sh_size;
+		     off += sizeof(Sym)) {
+			Sym sym;
+			memcpy(&sym, f.data() + s.sh_offset + off, sizeof(sym));
+			if ((sym.st_info & 0xf) != STT_FUNC || !sym.st_value ||
+			    sym.st_name >= str.sh_size)
+				continue;
+			const char *name = f.data() + str.sh_offset + sym.st_name;
+			out.push_back({ std::string(name, strnlen(name,
+				str.sh_size - sym.st_name)),
+				(uint64_t)sym.st_value, (uint64_t)sym.st_size });
+		}
+	}
+	if (out.empty())
+		*err = "no function symbols (stripped binary?)";
+	return out;
+}
+
+} // namespace
+
+std::vector<Symbol> load(const std::string &path, std::string *err)
+{
+	std::ifstream in(path, std::ios::binary);
+	std::vector<char> f((std::istreambuf_iterator<char>(in)),
+			    std::istreambuf_iterator<char>());
+	if (f.size() < EI_NIDENT || memcmp(f.data(), ELFMAG, SELFMAG)) {
+		*err = path + ": not an ELF file";
+		return {};
+	}
+	if (f[EI_CLASS] == ELFCLASS64)
+		return parse<Elf64_Ehdr, Elf64_Shdr, Elf64_Sym>(f, err);
+	return parse<Elf32_Ehdr, Elf32_Shdr, Elf32_Sym>(f, err);
+}
+
+const Symbol *find(const std::vector<Symbol> &s, const std::string &name)
+{
+	for (const Symbol &sym : s)
+		if (sym.name == name)
+			return &sym;
+	return nullptr;
+}
+
+const Symbol *lookup(const std::vector<Symbol> &s, uint64_t addr)
+{
+	for (const Symbol &sym : s)
+		if (sym.contains(addr))
+			return &sym;
+	return nullptr;
+}
+
+} // namespace syms

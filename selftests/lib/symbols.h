@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Resolve addresses against the test binary's own symbol table
+ * (/proc/self/exe, a static non-PIE ELF64 or ELF32 file).
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include <string>
+#include <vector>
+
+namespace syms {
+
+struct Symbol {
+	std::string name;
+	uint64_t start = 0, size = 0;
+	bool contains(uint64_t a) const { return a >= start && a < start + size; }
+};
+
+/* Function symbols of an ELF file; empty on error (err says why). */
+std::vector<Symbol> load(const std::string &path, std::string *err);
+/* The function symbol called name, or nullptr. */
+const Symbol *find(const std::vector<Symbol> &s, const std::string &name);
+/* The function containing addr, or nullptr. */
+const Symbol *lookup(const std::vector<Symbol> &s, uint64_t addr);
+
+} // namespace syms

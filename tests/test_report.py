@@ -1,0 +1,122 @@
+"""Golden guest logs (tests/data/<case>/) through the host's verdict."""
+import os
+
+import pytest
+
+from vmtest import ktap, report
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+
+
+def analyze(name):
+    d = os.path.join(DATA, name)
+    return report.analyze(d, os.path.join(d, "kernel.config"))
+
+
+def failed(rep):
+    return {c.id: c.message for c in rep.cases if c.status == "fail"}
+
+
+def by_id(rep):
+    return {c.id: c for c in rep.cases}
+
+
+def test_pass_every_case_is_its_own_test():
+    rep = analyze("pass")
+    cases = by_id(rep)
+    assert failed(rep) == {}
+    assert cases["kunit/unwind_user_fp/fp_chain_of_known_depth"].status == "pass"
+    assert cases["kunit/unwind_user_fp/fp_compat_frames"].status == "skip"
+    assert cases["kunit/unwind_user_fp/fp_compat_frames"].message == \
+        "no IA32 emulation"
+    assert cases["kunit/unwind_deferred/register_exhaustion"].status == "pass"
+    assert cases["selftests/guest/cpu_count"].status == "pass"
+    assert cases["selftests/callchain_test/"
+                 "Callchain.KernelAndUserPartsHoldTheRecursion"].status == "pass"
+    assert cases["selftests/deferred_test/Deferred.MarkerAndCookie"].message \
+        == "kernel lacks defer_callchain: EINVAL"
+    # 5 KUnit + 5 selftest cases + 4 run-level checks.
+    assert len(rep.cases) == 14
+    assert report.exit_code(rep) == 0
+
+
+def test_fail_names_the_case_and_its_message():
+    rep = analyze("fail")
+    f = failed(rep)
+    key = "selftests/callchain_test/Callchain.KernelAndUserPartsHoldTheRecursion"
+    assert list(f) == [key]
+    assert "holds 8 return addresses" in f[key]
+    assert report.exit_code(rep) == 1
+    assert any(key in line for line in report.summary(rep))
+
+
+def test_all_skipped_exits_4():
+    rep = analyze("skip")
+    assert failed(rep) == {}
+    assert report.exit_code(rep) == 4
+
+
+def test_panic_fails_fast_with_the_oops_lines():
+    rep = analyze("panic")
+    f = failed(rep)
+    assert "the guest kernel panicked" in f["run/guest_finished"]
+    assert "never wrote its done marker" in f["run/guest_finished"]
+    assert "NULL pointer dereference" in f["run/no_kernel_splat"]
+    assert "Kernel panic" in f["run/no_kernel_splat"]
+    # The results stream ended inside callchain_test.
+    assert "no result line" in f["run/selftest_ktap"]
+    assert report.exit_code(rep) == 1
+
+
+def test_hang_reports_the_host_timeout():
+    rep = analyze("hang")
+    f = failed(rep)
+    assert "host timeout after 600 s" in f["run/guest_finished"]
+    assert report.exit_code(rep) == 1
+
+
+def test_missing_plan_fails():
+    f = failed(analyze("missing_plan"))
+    assert "callchain_test: no KTAP plan" in f["run/selftest_ktap"]
+
+
+def test_bad_count_fails():
+    f = failed(analyze("bad_count"))
+    assert "unwind_user_fp: plan says 3 tests, 2 reported" in f["run/kunit_ktap"]
+
+
+def test_splat_fails_although_every_test_passed():
+    rep = analyze("splat")
+    f = failed(rep)
+    assert list(f) == ["run/no_kernel_splat"]
+    assert "WARNING: CPU: 2 PID: 71 at kernel/unwind/deferred.c:120" in \
+        f["run/no_kernel_splat"]
+
+
+def test_kunit_expected_but_missing_fails():
+    f = failed(analyze("kunit_missing"))
+    assert "no KUnit KTAP plan" in f["run/kunit_ktap"]
+
+
+def test_empty_run_dir_fails_closed(tmp_path):
+    rep = report.analyze(str(tmp_path))
+    f = failed(rep)
+    assert "run/guest_finished" in f and "run/selftest_ktap" in f
+    assert report.exit_code(rep) == 1
+
+
+@pytest.mark.parametrize("text,problem", [
+    ("KTAP version 1\n1..2\nok 1 a\nok 3 b\n", "result number 3, expected 2"),
+    ("KTAP version 1\nok 1 a\n", "top level: no KTAP plan"),
+    ("nothing here\n", "no KTAP version line"),
+])
+def test_ktap_problems(text, problem):
+    p = ktap.parse(text)
+    assert any(problem in x for x in p.problems), p.problems
+
+
+def test_ktap_ignores_noise_between_lines():
+    p = ktap.parse("KTAP version 1\n1..1\n    KTAP version 1\n    1..1\n"
+                   "random noise\n    ok 1 x\nok 1 suite\n")
+    assert p.problems == []
+    assert p.root.children[0].children[0].name == "x"
