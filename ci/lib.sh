@@ -8,7 +8,8 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
-PATCHES=$ROOT/patches
+# VMTEST_PATCHES points the scripts at another series (the harness tests).
+PATCHES=${VMTEST_PATCHES:-$ROOT/patches}
 # The default kernel work tree: Debian's linux-source-6.12 as a git repo.
 WORKTREE=$BUILD/linux
 # Tag in a tree made by base-tree.sh that marks the unpatched base.

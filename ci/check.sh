@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# usage: check.sh   (what `make check` and CI run)
+#
+# deps -> the harness's own tests -> the series applies to a fresh base ->
+# checkpatch --strict -> vmtest on the normal kernel -> vmtest on the debug
+# kernel. Stops at the first failing step and names it; prints each step's
+# time at the end.
+. "$(dirname "$0")/lib.sh"
+
+cd "$ROOT"
+times=()
+step() {
+	local name=$1 t0=$SECONDS rc=0
+	shift
+	log "check: $name"
+	"$@" || rc=$?
+	times+=("$(printf '%-22s %4d s  rc=%d' "$name" $((SECONDS - t0)) "$rc")")
+	if [ "$rc" -ne 0 ]; then
+		printf '%s\n' "${times[@]}"
+		printf 'check: step "%s" failed (exit %d)\n' "$name" "$rc" >&2
+		exit "$rc"
+	fi
+}
+step deps make -s deps
+step harness-tests make -s test
+step tree make -s tree
+step apply-fresh-base make -s apply-fresh
+step checkpatch make -s checkpatch
+step vmtest make -s vmtest CONFIG=normal
+if [ "${CHECK_DEBUG:-1}" = 1 ]; then
+	step vmtest-debug make -s vmtest CONFIG=debug
+fi
+log "check: all steps passed"
+printf '%s\n' "${times[@]}"

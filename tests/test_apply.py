@@ -1,0 +1,122 @@
+"""make apply's refusals and its all-or-nothing git am, on scratch trees."""
+import os
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+APPLY = os.path.join(ROOT, "ci", "apply.sh")
+ENV = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
+           GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+
+
+def git(d, *args):
+    return subprocess.run(["git", "-C", str(d), *args], env=ENV, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def kernel_tree(d, version="6", patchlevel="12"):
+    os.makedirs(d / "kernel")
+    (d / "Makefile").write_text(f"VERSION = {version}\nPATCHLEVEL = "
+                                f"{patchlevel}\nSUBLEVEL = 117\n")
+    (d / "kernel" / "a.c").write_text("int a;\n")
+    (d / "kernel" / "b.c").write_text("int b;\n")
+    git(d, "init", "-q")
+    git(d, "add", "-A")
+    git(d, "commit", "-qm", "base")
+    return d
+
+
+@pytest.fixture
+def series(tmp_path):
+    """Two patches made on a copy of the base, in tmp/patches."""
+    dev = kernel_tree(tmp_path / "dev")
+    (dev / "kernel" / "a.c").write_text("int a = 1;\n")
+    git(dev, "commit", "-qam", "unwind_user: Change a")
+    (dev / "kernel" / "b.c").write_text("int b = 2;\n")
+    git(dev, "commit", "-qam", "unwind_user: Change b")
+    out = tmp_path / "patches"
+    git(dev, "format-patch", "-q", "-o", str(out), "HEAD~2")
+    return out
+
+
+def apply(tree, patches, **env):
+    e = dict(ENV, VMTEST_PATCHES=str(patches), **env)
+    return subprocess.run(["bash", APPLY, str(tree)], env=e,
+                          capture_output=True, text=True)
+
+
+def state(tree):
+    return git(tree, "rev-parse", "HEAD"), git(tree, "status", "--porcelain")
+
+
+def test_applies_the_series(tmp_path, series):
+    t = kernel_tree(tmp_path / "linux")
+    r = apply(t, series)
+    assert r.returncode == 0, r.stderr
+    assert "2 patches applied" in r.stderr
+    assert git(t, "log", "--format=%s", "-2").split("\n")[:2] == \
+        ["unwind_user: Change b", "unwind_user: Change a"]
+
+
+def test_empty_series(tmp_path):
+    t = kernel_tree(tmp_path / "linux")
+    os.makedirs(tmp_path / "empty")
+    r = apply(t, tmp_path / "empty")
+    assert r.returncode == 0 and "0 patches applied" in r.stderr
+
+
+def test_refuses_a_directory_that_is_not_git(tmp_path, series):
+    os.makedirs(tmp_path / "plain" / "kernel")
+    r = apply(tmp_path / "plain", series)
+    assert r.returncode == 2
+    assert "not a git tree" in r.stderr
+
+
+def test_refuses_uncommitted_changes(tmp_path, series):
+    t = kernel_tree(tmp_path / "linux")
+    (t / "kernel" / "a.c").write_text("int a = 42;\n")
+    before = state(t)
+    r = apply(t, series)
+    assert r.returncode == 2
+    assert "uncommitted changes" in r.stderr and "kernel/a.c" in r.stderr
+    assert state(t) == before
+    assert (t / "kernel" / "a.c").read_text() == "int a = 42;\n"
+
+
+def test_refuses_other_versions_unless_forced(tmp_path, series):
+    t = kernel_tree(tmp_path / "linux", patchlevel="6")
+    before = state(t)
+    r = apply(t, series)
+    assert r.returncode == 2
+    assert "is Linux 6.6, not 6.12.y" in r.stderr and "FORCE=1" in r.stderr
+    assert state(t) == before
+    r = apply(t, series, FORCE="1")
+    assert r.returncode == 0, r.stderr
+
+
+def test_refuses_a_tree_that_already_has_the_series(tmp_path, series):
+    t = kernel_tree(tmp_path / "linux")
+    assert apply(t, series).returncode == 0
+    before = state(t)
+    r = apply(t, series)
+    assert r.returncode == 2
+    assert "already carries the series" in r.stderr
+    assert "unwind_user: Change a" in r.stderr
+    assert state(t) == before
+
+
+def test_conflict_names_patch_and_files_and_restores(tmp_path, series):
+    t = kernel_tree(tmp_path / "linux")
+    (t / "kernel" / "b.c").write_text("int b = 3;\n")
+    git(t, "commit", "-qam", "local change to b")
+    before = state(t)
+    r = apply(t, series)
+    assert r.returncode == 2
+    # The first patch applied, the second did not: all is rolled back.
+    assert "unwind_user: Change b" in r.stderr
+    assert "kernel/b.c" in r.stderr
+    assert state(t) == before
+    assert (t / "kernel" / "a.c").read_text() == "int a;\n"
+    assert not os.path.exists(git(t, "rev-parse", "--git-path",
+                                  "rebase-apply").strip())

@@ -1,0 +1,45 @@
+"""The config validator: every requested option must survive Kconfig."""
+import os
+
+import kconfig
+
+QEMU_CONFIG = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "qemu", "config")
+
+
+def test_parse_later_lines_win_and_unset_is_n():
+    opts = kconfig.parse(["CONFIG_A=y", "# CONFIG_B is not set",
+                          "CONFIG_A=m", "CONFIG_C=\"str\"", "junk"])
+    assert opts == {"CONFIG_A": "m", "CONFIG_B": "n", "CONFIG_C": "\"str\""}
+
+
+def test_missing_names_dropped_and_changed_options():
+    requested = {"CONFIG_KASAN": "y", "CONFIG_SLUB_TINY": "n",
+                 "CONFIG_NR_CPUS": "8", "CONFIG_ACPI": "y"}
+    final = {"CONFIG_SLUB_TINY": "y", "CONFIG_NR_CPUS": "64",
+             "CONFIG_ACPI": "y"}
+    bad = kconfig.missing(requested, final)
+    assert bad == [("CONFIG_KASAN", "y", "n"), ("CONFIG_SLUB_TINY", "n", "y"),
+                   ("CONFIG_NR_CPUS", "8", "64")]
+    text = kconfig.describe(bad)
+    assert "CONFIG_KASAN: asked for y, .config has not set" in text
+    assert "CONFIG_SLUB_TINY: asked for not set, .config has y" in text
+
+
+def test_nothing_missing_when_all_survive():
+    assert kconfig.missing({"CONFIG_A": "y", "CONFIG_B": "n"},
+                           {"CONFIG_A": "y"}) == []
+
+
+def test_debug_fragment_turns_off_slub_tiny():
+    """tinyconfig's SLUB_TINY silently blocks KASAN."""
+    lines = open(os.path.join(QEMU_CONFIG, "debug.config")).read().splitlines()
+    opts = kconfig.parse(lines)
+    assert opts["CONFIG_KASAN"] == "y"
+    assert opts["CONFIG_SLUB_TINY"] == "n"
+
+
+def test_base_fragment_keeps_acpi_for_smp():
+    lines = open(os.path.join(QEMU_CONFIG, "base.config")).read().splitlines()
+    opts = kconfig.parse(lines)
+    assert opts["CONFIG_ACPI"] == "y" and opts["CONFIG_SMP"] == "y"
