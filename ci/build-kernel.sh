@@ -12,7 +12,7 @@ if [ -z "${VMTEST_BUILD_LOCKED:-}" ]; then
 	mkdir -p "$BUILD"
 	VMTEST_BUILD_LOCKED=1 exec flock "$BUILD/.kbuild.lock" "$0" "$@"
 fi
-src=$1 obj=$2
+src=$(realpath "$1") obj=$(realpath -m "$2")
 shift 2
 [ -f "$src/Makefile" ] || die "$src is not a kernel tree"
 
