@@ -60,7 +60,7 @@ kernel: deps $(TREE_DEP) ## configure (every option verified) and build the gues
 
 selftests: deps ## build the C++ GoogleTest selftests (static) and 32-bit helpers
 	@cmake -S selftests -B $(ST_BUILD) -DCMAKE_BUILD_TYPE= >/dev/null
-	@$(MAKE) -s -C $(ST_BUILD) -j$$(nproc) 2>&1 | { grep -v 'statically linked applications' || true; }
+	@$(MAKE) -s -C $(ST_BUILD) -j$$(nproc) 2>&1 | { grep -vE 'statically linked applications|Built target' || true; }
 	@rm -rf $(ST_INSTALL) && cmake --install $(ST_BUILD) --prefix $(ST_INSTALL) >/dev/null
 
 initramfs: selftests $(TREE_DEP) ## pack busybox, qemu/init and the selftests

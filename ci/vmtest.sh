@@ -19,4 +19,9 @@ rc=0
 	--vmtest-config "$dir/kernel.config" --junitxml "$dir/junit.xml" \
 	-o junit_suite_name=vmtest --no-header -rN --tb=no || rc=$?
 log "logs: $dir/{console,results}.log, JUnit: $dir/junit.xml"
+case $rc in
+0) log "vmtest: PASS" ;;
+4) log "vmtest: every guest test skipped (exit 4)" ;;
+*) log "vmtest: FAIL (exit $rc): see FAILED lines above" ;;
+esac
 exit "$rc"
