@@ -72,7 +72,7 @@ vmtest: kernel initramfs ## boot the guest, run KUnit + selftests, print the ver
 vmtest-debug: ## make vmtest on the debug kernel (KASAN, lockdep, atomic sleep)
 	@$(MAKE) --no-print-directory vmtest CONFIG=debug
 
-test: deps ## the harness's own tests on the host (pytest, no VM)
+test: deps selftests ## the harness's own tests on the host (pytest, no VM)
 	@$(PYTEST) -q tests
 
 checkpatch: $(TREE_DEP) ## scripts/checkpatch.pl --strict over every patch

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "cookie_match.h"
+
+#include <linux/perf_event.h>
+
+#include <string.h>
+
+#include <set>
+#include <sstream>
+
+#include "perf_abi.h"
+
+namespace perf {
+
+bool CookieMatcher::add_buffer(size_t buffer, const std::vector<Record> &recs,
+			       uint64_t sample_type, bool sample_id_all,
+			       std::string *err)
+{
+	for (const Record &r : recs) {
+		if (r.header.type == PERF_RECORD_SAMPLE) {
+			Sample s;
+			if (!parse_sample(r, sample_type, &s, err))
+				return false;
+			samples_++;
+			SplitChain c = split_callchain(s.callchain);
+			if (c.deferred)
+				announces_.push_back({ c.cookie, s.sid.time,
+						       s.sid.tid, s.sid.cpu,
+						       buffer });
+		} else if (r.header.type == perf_abi::kRecordCallchainDeferred) {
+			DeferredCallchain d;
+			if (!parse_deferred(r, sample_type, sample_id_all, &d,
+					    err))
+				return false;
+			Delivery v{ d.cookie, d.sid.time, d.sid.tid, d.sid.cpu,
+				    buffer, d.ips.size(), false };
+			for (uint64_t ip : d.ips)
+				v.kernel_ip |= ip >= kUserLimit;
+			deliveries_.push_back(v);
+		} else if (r.header.type == PERF_RECORD_LOST &&
+			   r.bytes.size() >= 24) {
+			uint64_t n;
+			memcpy(&n, r.bytes.data() + 16, sizeof(n));
+			lost_ += n;
+		}
+	}
+	return true;
+}
+
+MatchResult CookieMatcher::match() const
+{
+	using Key = std::pair<uint64_t, uint32_t>;
+	MatchResult m;
+	m.samples = samples_;
+	m.announcing_samples = announces_.size();
+	m.records = deliveries_.size();
+	m.lost = lost_;
+
+	std::map<Key, const Announce *> first; /* earliest announce per key */
+	for (const Announce &a : announces_) {
+		auto [it, fresh] = first.emplace(Key{ a.cookie, a.tid }, &a);
+		if (!fresh && a.time < it->second->time)
+			it->second = &a;
+	}
+	std::set<std::pair<Key, size_t>> seen;
+	for (const Delivery &d : deliveries_) {
+		Key k{ d.cookie, d.tid };
+		m.by_key[k].push_back(d);
+		auto it = first.find(k);
+		/* Times are 0 without PERF_SAMPLE_TIME: then any order goes. */
+		if (it == first.end() || (d.time && it->second->time > d.time))
+			m.orphans.push_back(d);
+		if (!seen.insert({ k, d.buffer }).second)
+			m.duplicates.push_back(d);
+		if (d.kernel_ip)
+			m.with_kernel_ip.push_back(d);
+	}
+	m.announced = first.size();
+	for (const auto &[k, a] : first) {
+		if (m.by_key.count(k))
+			m.matched++;
+		else
+			m.unmatched.push_back(*a);
+	}
+	return m;
+}
+
+std::string MatchResult::describe() const
+{
+	std::ostringstream o;
+	o << samples << " samples (" << announcing_samples
+	  << " deferred), " << announced << " cookies announced, " << matched
+	  << " matched, " << records << " records, " << unmatched.size()
+	  << " unmatched, " << orphans.size() << " orphan records, "
+	  << duplicates.size() << " duplicates, " << with_kernel_ip.size()
+	  << " with kernel ips, " << lost << " lost";
+	for (const Announce &a : unmatched)
+		o << "\n  unmatched cookie 0x" << std::hex << a.cookie << std::dec
+		  << " tid " << a.tid << " (buffer " << a.buffer << ")";
+	for (const Delivery &d : orphans)
+		o << "\n  orphan record cookie 0x" << std::hex << d.cookie
+		  << std::dec << " tid " << d.tid << " (buffer " << d.buffer
+		  << ")";
+	return o.str();
+}
+
+} // namespace perf

@@ -1,0 +1,23 @@
+"""The selftests' shared reader and cookie matcher, unit-tested on the host
+(selftests/unittest/, built by make selftests), read through our KTAP
+parser."""
+import os
+import subprocess
+
+import pytest
+
+from vmtest import ktap
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BINARY = os.path.join(ROOT, "build", "selftests", "lib_unittest")
+
+
+@pytest.mark.skipif(not os.path.exists(BINARY),
+                    reason="run 'make selftests' first (make test does)")
+def test_selftest_lib_unit_tests_pass():
+    r = subprocess.run([BINARY], capture_output=True, text=True, timeout=60)
+    parsed = ktap.parse(r.stdout)
+    assert parsed.problems == [], r.stdout
+    failed = [t.name for t in parsed.root.children if t.status != "pass"]
+    assert failed == [] and r.returncode == 0, r.stdout
+    assert len(parsed.root.children) >= 5
