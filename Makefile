@@ -13,13 +13,17 @@ CONFIG     ?= normal
 # KERNEL=DIR names another tree, which is then used exactly as it is.
 ifeq ($(KERNEL),)
 KSRC       := $(BUILD)/linux
-KOBJ       := $(BUILD)/kobj/$(CONFIG)
+TREE_ID    := linux
 TREE_DEP   := tree
 else
 KSRC       := $(abspath $(KERNEL))
-KOBJ       := $(BUILD)/kobj/$(CONFIG)-$(shell echo $(KSRC) | md5sum | cut -c1-8)
+TREE_ID    := $(notdir $(KSRC))-$(shell echo $(KSRC) | md5sum | cut -c1-6)
 TREE_DEP   :=
 endif
+# Everything built for one tree lives under build/out/<tree>/, so runs
+# against different trees never share a file.
+OUT        := $(BUILD)/out/$(TREE_ID)
+KOBJ       := $(OUT)/kobj-$(CONFIG)
 FRAGMENTS  := qemu/config/base.config qemu/config/feature.config
 ifeq ($(CONFIG),debug)
 FRAGMENTS  += qemu/config/debug.config
@@ -30,12 +34,14 @@ endif
 VM_TIMEOUT ?= 600
 SMP        ?= 4
 FILTER     ?=
-ST_BUILD   := $(BUILD)/selftests
-ST_INSTALL := $(BUILD)/selftests-install
-INITRD     := $(BUILD)/initramfs.cpio.gz
-RUN_DIR    := $(BUILD)/vmtest/$(CONFIG)
+ST_BUILD   := $(OUT)/selftests
+ST_INSTALL := $(OUT)/selftests-install
+INITRD     := $(OUT)/initramfs.cpio.gz
+# perf for the guest, built statically from the tree under test.
+PERF_OUT   := $(OUT)/perf
+RUN_DIR    := $(OUT)/vmtest-$(CONFIG)
 
-.PHONY: help deps tree apply export kernel selftests initramfs vmtest \
+.PHONY: help deps tree apply export kernel selftests perf initramfs vmtest \
 	vmtest-debug test checkpatch apply-fresh check kunit clean
 
 help: ## list the targets
@@ -63,8 +69,11 @@ selftests: deps ## build the C++ GoogleTest selftests (static) and 32-bit helper
 	@$(MAKE) -s -C $(ST_BUILD) -j$$(nproc) 2>&1 | { grep -vE 'statically linked applications|Built target' || true; }
 	@rm -rf $(ST_INSTALL) && cmake --install $(ST_BUILD) --prefix $(ST_INSTALL) >/dev/null
 
-initramfs: selftests $(TREE_DEP) ## pack busybox, qemu/init and the selftests
-	@bash qemu/mkinitramfs.sh $(INITRD) $(ST_INSTALL) $(KSRC)
+perf: deps $(TREE_DEP) ## build tools/perf of the tree statically for the guest
+	@bash ci/build-perf.sh "$(KSRC)" "$(PERF_OUT)"
+
+initramfs: selftests perf $(TREE_DEP) ## pack busybox, qemu/init, perf and the selftests
+	@PERF_BIN="$(PERF_OUT)/perf" bash qemu/mkinitramfs.sh $(INITRD) $(ST_INSTALL) $(KSRC)
 
 vmtest: kernel initramfs ## boot the guest, run KUnit + selftests, print the verdict
 	@bash ci/vmtest.sh "$(KOBJ)" "$(INITRD)" "$(RUN_DIR)" "$(SMP)" "$(VM_TIMEOUT)" "$(FILTER)"
@@ -88,4 +97,4 @@ kunit: deps $(TREE_DEP) ## run the series' KUnit suites alone through kunit.py
 	@bash kunit/run.sh "$(KSRC)"
 
 clean: ## remove build outputs (keeps build/linux and its commits)
-	rm -rf $(BUILD)/kobj $(BUILD)/vmtest $(ST_BUILD) $(ST_INSTALL) $(INITRD)
+	rm -rf $(BUILD)/out

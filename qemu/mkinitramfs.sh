@@ -6,6 +6,7 @@
 # Built with the kernel's gen_init_cpio from a file list, so it needs no
 # root for device nodes and is byte-for-byte reproducible.
 # (gen_init_cpio is compiled from KERNEL_SRC/usr/gen_init_cpio.c.)
+# PERF_BIN, when set, is the static perf installed as /bin/perf.
 . "$(dirname "$0")/../ci/lib.sh"
 
 [ $# -eq 3 ] || die "usage: mkinitramfs.sh OUT.cpio.gz SELFTEST_DIR KERNEL_SRC"
@@ -34,6 +35,10 @@ trap 'rm -f "$list"' EXIT
 		echo "slink /bin/$app /bin/busybox 0777 0 0"
 	done
 	echo "file /init $ROOT/qemu/init 0755 0 0"
+	if [ -n "${PERF_BIN:-}" ]; then
+		[ -x "$PERF_BIN" ] || die "PERF_BIN=$PERF_BIN missing: run 'make perf'"
+		echo "file /bin/perf $PERF_BIN 0755 0 0"
+	fi
 	find "$tests" -maxdepth 1 -type f | LC_ALL=C sort | while read -r f; do
 		echo "file /selftests/$(basename "$f") $f 0755 0 0"
 	done

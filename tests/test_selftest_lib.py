@@ -9,7 +9,8 @@ import pytest
 from vmtest import ktap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BINARY = os.path.join(ROOT, "build", "selftests", "lib_unittest")
+BINARY = os.path.join(ROOT, "build", "out", "linux", "selftests",
+                      "lib_unittest")
 
 
 @pytest.mark.skipif(not os.path.exists(BINARY),

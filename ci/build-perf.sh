@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# usage: build-perf.sh KERNEL_SRC OUT_DIR
+#
+# Build tools/perf from the kernel tree as one static binary for the guest:
+# only the `perf` target (the default target's shared objects do not link
+# statically), libelf for symbols, every optional feature off. The result
+# is OUT_DIR/perf; an unchanged tree rebuilds nothing.
+. "$(dirname "$0")/lib.sh"
+
+[ $# -eq 2 ] || die "usage: build-perf.sh KERNEL_SRC OUT_DIR"
+if [ -z "${VMTEST_BUILD_LOCKED:-}" ]; then
+	mkdir -p "$BUILD"
+	VMTEST_BUILD_LOCKED=1 exec flock "$BUILD/.kbuild.lock" "$0" "$@"
+fi
+src=$(realpath "$1") out=$(realpath -m "$2")
+[ -d "$src/tools/perf" ] || die "$src/tools/perf missing: not a kernel tree"
+mkdir -p "$out"
+t0=$SECONDS
+make -s -C "$src/tools/perf" O="$out" -j"$(nproc)" LDFLAGS=-static \
+	NO_LIBPERL=1 NO_LIBPYTHON=1 NO_SLANG=1 NO_GTK2=1 NO_LIBUNWIND=1 \
+	NO_LIBDW=1 NO_LIBTRACEEVENT=1 NO_LIBBPF=1 NO_BPF_SKEL=1 NO_JVMTI=1 \
+	NO_LIBCRYPTO=1 NO_LIBNUMA=1 NO_LIBCAP=1 NO_LIBBABELTRACE=1 NO_LZMA=1 \
+	NO_ZSTD=1 NO_DEMANGLE=1 NO_LIBPFM4=1 NO_SDT=1 NO_AUXTRACE=1 \
+	NO_LIBLLVM=1 NO_CAPSTONE=1 NO_SHELLCHECK=1 NO_LIBDEBUGINFOD=1 \
+	WERROR=0 perf >"$out/build.log" 2>&1 || {
+	tail -30 "$out/build.log" >&2
+	die "perf build failed (log: $out/build.log)"
+}
+log "perf built in $((SECONDS - t0)) s: $out/perf ($(du -k "$out/perf" | cut -f1) KiB)"
