@@ -66,7 +66,9 @@ kernel: deps $(TREE_DEP) ## configure (every option verified) and build the gues
 
 selftests: deps ## build the C++ GoogleTest selftests (static) and 32-bit helpers
 	@cmake -S selftests -B $(ST_BUILD) -DCMAKE_BUILD_TYPE= >/dev/null
-	@$(MAKE) -s -C $(ST_BUILD) -j$$(nproc) 2>&1 | { grep -vE 'statically linked applications|Built target' || true; }
+	@$(MAKE) -s -C $(ST_BUILD) -j$$(nproc) >$(ST_BUILD)/build.log 2>&1 || \
+		{ grep -E 'error|Error' $(ST_BUILD)/build.log | head -30; \
+		  echo "selftests build failed: $(ST_BUILD)/build.log"; exit 1; }
 	@rm -rf $(ST_INSTALL) && cmake --install $(ST_BUILD) --prefix $(ST_INSTALL) >/dev/null
 
 perf: deps $(TREE_DEP) ## build tools/perf of the tree statically for the guest
