@@ -8,6 +8,9 @@
 #   --debug     also enable KASAN, lockdep (PROVE_LOCKING) and
 #               DEBUG_ATOMIC_SLEEP; uses a separate build directory
 #
+# The guest gets two CPUs so that the per-CPU parts of the cookie are
+# exercised.
+#
 # Environment: BUILD_DIR overrides the build directory, JOBS the make -j
 # value (default 2), KBUILD_LOCK the lock file serialising kernel builds.
 set -eu
@@ -53,4 +56,5 @@ fi
 cd "$KERNEL_DIR"
 exec flock "$LOCK" python3 tools/testing/kunit/kunit.py run \
 	--arch=x86_64 --build_dir="$BUILD_DIR" --jobs="$JOBS" \
-	--timeout=900 ${CC_OPT:+--make_options "$CC_OPT"} "$@"
+	--timeout=900 --qemu_args="-smp 2" \
+	${CC_OPT:+--make_options "$CC_OPT"} "$@"

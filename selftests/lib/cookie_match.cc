@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -23,10 +24,20 @@ bool CookieMatcher::add_buffer(size_t buffer, const std::vector<Record> &recs,
 				return false;
 			samples_++;
 			SplitChain c = split_callchain(s.callchain);
-			if (c.deferred)
+			size_t n = s.callchain.size();
+			if (c.deferred) {
+				if (n < 2 || s.callchain[n - 2] !=
+						     perf_abi::kContextUserDeferred ||
+				    c.has_user_ctx)
+					bad_marker_++;
 				announces_.push_back({ c.cookie, s.sid.time,
 						       s.sid.tid, s.sid.cpu,
 						       buffer });
+			} else if (c.has_user_ctx && !c.user.empty()) {
+				fallback_++;
+			} else {
+				no_user_++;
+			}
 		} else if (r.header.type == perf_abi::kRecordCallchainDeferred) {
 			DeferredCallchain d;
 			if (!parse_deferred(r, sample_type, sample_id_all, &d,
@@ -34,8 +45,11 @@ bool CookieMatcher::add_buffer(size_t buffer, const std::vector<Record> &recs,
 				return false;
 			Delivery v{ d.cookie, d.sid.time, d.sid.tid, d.sid.cpu,
 				    buffer, d.ips.size(), false };
-			for (uint64_t ip : d.ips)
-				v.kernel_ip |= ip >= kUserLimit;
+			for (uint64_t ip : d.ips) {
+				v.kernel_ip |= ip >= kKernelStart;
+				v.noncanonical += ip >= kUserLimit &&
+						  ip < kKernelStart;
+			}
 			deliveries_.push_back(v);
 		} else if (r.header.type == PERF_RECORD_LOST &&
 			   r.bytes.size() >= 24) {
@@ -55,6 +69,9 @@ MatchResult CookieMatcher::match() const
 	m.announcing_samples = announces_.size();
 	m.records = deliveries_.size();
 	m.lost = lost_;
+	m.fallback_samples = fallback_;
+	m.no_user_samples = no_user_;
+	m.bad_marker_samples = bad_marker_;
 
 	std::map<Key, const Announce *> first; /* earliest announce per key */
 	for (const Announce &a : announces_) {
@@ -85,11 +102,82 @@ MatchResult CookieMatcher::match() const
 	return m;
 }
 
+OrderResult CookieMatcher::check_next(size_t record_buffer) const
+{
+	/* Records of record_buffer per tid, by time. */
+	std::map<uint32_t, std::vector<const Delivery *>> recs;
+	for (const Delivery &d : deliveries_)
+		if (d.buffer == record_buffer)
+			recs[d.tid].push_back(&d);
+	for (auto &[tid, v] : recs)
+		std::stable_sort(v.begin(), v.end(),
+				 [](const Delivery *a, const Delivery *b) {
+					 return a->time < b->time;
+				 });
+	OrderResult o;
+	for (const Announce &a : announces_) {
+		auto it = recs.find(a.tid);
+		const Delivery *next = nullptr, *prev = nullptr;
+		if (it != recs.end()) {
+			auto &v = it->second;
+			auto j = std::lower_bound(
+				v.begin(), v.end(), a.time,
+				[](const Delivery *d, uint64_t t) {
+					return d->time < t;
+				});
+			if (j != v.end())
+				next = *j;
+			if (j != v.begin())
+				prev = *(j - 1);
+		}
+		/*
+		 * A sample between the entry's unwind (task_work) and the
+		 * return to user space still belongs to that entry: its
+		 * cookie is the one of the record just written.
+		 */
+		if (prev && prev->cookie == a.cookie) {
+			o.checked++;
+			o.late++;
+			continue;
+		}
+		if (!next) {
+			o.trailing++;
+			continue;
+		}
+		o.checked++;
+		if (next->cookie != a.cookie)
+			o.mismatches.push_back({ a, next->cookie });
+	}
+	return o;
+}
+
+std::string OrderResult::describe() const
+{
+	std::ostringstream o;
+	o << checked << " samples checked against the next record ("
+	  << late << " taken after their entry's record), " << trailing << " after the last record, " << mismatches.size()
+	  << " mismatches";
+	size_t shown = 0;
+	for (const OrderMismatch &m : mismatches) {
+		if (shown++ == 8) {
+			o << "\n  ...";
+			break;
+		}
+		o << "\n  sample tid " << m.sample.tid << " time "
+		  << m.sample.time << " (buffer " << m.sample.buffer
+		  << ") cookie 0x" << std::hex << m.sample.cookie
+		  << ", next record cookie 0x" << m.next_cookie << std::dec;
+	}
+	return o.str();
+}
+
 std::string MatchResult::describe() const
 {
 	std::ostringstream o;
 	o << samples << " samples (" << announcing_samples
-	  << " deferred), " << announced << " cookies announced, " << matched
+	  << " deferred, " << fallback_samples << " unwound in place, "
+	  << no_user_samples << " without user part, " << bad_marker_samples
+	  << " with a misplaced marker), " << announced << " cookies announced, " << matched
 	  << " matched, " << records << " records, " << unmatched.size()
 	  << " unmatched, " << orphans.size() << " orphan records, "
 	  << duplicates.size() << " duplicates, " << with_kernel_ip.size()

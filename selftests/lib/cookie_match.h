@@ -18,6 +18,16 @@
 
 namespace perf {
 
+/* The end of x86-64 user space (TASK_SIZE_MAX): nothing at or above is
+ * a user address. */
+constexpr uint64_t kUserLimit = 0x00007ffffffff000ULL;
+/*
+ * The start of the canonical kernel half. Between kUserLimit and here are
+ * non-canonical values: junk a frame-pointer walk may read from user
+ * memory (the classic in-place walk reports it), never a kernel address.
+ */
+constexpr uint64_t kKernelStart = 0xffff800000000000ULL;
+
 struct Announce {
 	uint64_t cookie = 0, time = 0;
 	uint32_t tid = 0, cpu = 0;
@@ -28,7 +38,22 @@ struct Delivery {
 	uint64_t cookie = 0, time = 0;
 	uint32_t tid = 0, cpu = 0;
 	size_t buffer = 0, nr = 0;
-	bool kernel_ip = false; /* an ip at or above the user address limit */
+	bool kernel_ip = false; /* an ip in the kernel half (kKernelStart) */
+	size_t noncanonical = 0; /* ips between kUserLimit and kKernelStart */
+};
+
+/* A sample whose cookie is not the one of the next record (check_next). */
+struct OrderMismatch {
+	Announce sample;
+	uint64_t next_cookie = 0; /* 0: no record of that tid after it */
+};
+
+struct OrderResult {
+	size_t checked = 0;  /* samples with a later record of their tid */
+	size_t trailing = 0; /* samples after the last record of their tid */
+	size_t late = 0; /* samples after their entry's record, same cookie */
+	std::vector<OrderMismatch> mismatches;
+	std::string describe() const;
 };
 
 struct MatchResult {
@@ -40,13 +65,20 @@ struct MatchResult {
 	std::vector<Delivery> duplicates; /* a 2nd record in the same buffer */
 	std::vector<Delivery> with_kernel_ip;
 	uint64_t lost = 0;
+	/* Samples without the deferred marker: with a user part unwound in
+	 * place (the fallback), or with no user part at all. */
+	size_t fallback_samples = 0, no_user_samples = 0;
+	/* Samples whose chain breaks the ABI: the marker not second to last,
+	 * or a PERF_CONTEXT_USER part next to the marker. */
+	size_t bad_marker_samples = 0;
 	/* Every record per (cookie, tid). */
 	std::map<std::pair<uint64_t, uint32_t>, std::vector<Delivery>> by_key;
 
 	bool clean() const
 	{
 		return unmatched.empty() && orphans.empty() &&
-		       duplicates.empty() && with_kernel_ip.empty() && !lost;
+		       duplicates.empty() && with_kernel_ip.empty() && !lost &&
+		       !bad_marker_samples;
 	}
 	std::string describe() const;
 };
@@ -60,15 +92,25 @@ public:
 	/* The same for an event whose buffer was drained into records. */
 	void add_lost(uint64_t n) { lost_ += n; }
 	MatchResult match() const;
+	/*
+	 * Within one kernel entry every sample announces the cookie that the
+	 * entry's record carries, and that record is written when the task
+	 * returns to user space, after the samples: so each sample's cookie
+	 * must be the cookie of the first record of the same tid in buffer
+	 * record_buffer whose time is at or after the sample's (or of the
+	 * last one before it, for a sample taken between the unwind and the
+	 * return to user space: counted as late). Needs
+	 * PERF_SAMPLE_TIME on every event, on one clock.
+	 */
+	OrderResult check_next(size_t record_buffer) const;
+	const std::vector<Announce> &announces() const { return announces_; }
+	const std::vector<Delivery> &deliveries() const { return deliveries_; }
 
 private:
 	std::vector<Announce> announces_;
 	std::vector<Delivery> deliveries_;
-	size_t samples_ = 0;
+	size_t samples_ = 0, fallback_ = 0, no_user_ = 0, bad_marker_ = 0;
 	uint64_t lost_ = 0;
 };
-
-/* The lowest kernel address on x86-64: nothing at or above is user. */
-constexpr uint64_t kUserLimit = 0x00007ffffffff000ULL;
 
 } // namespace perf

@@ -143,4 +143,105 @@ TEST(Matcher, SameCookieDifferentTidIsNotAMatch)
 	EXPECT_EQ(r.orphans.size(), 1u);
 }
 
+/* A sample with an in-place user part (no deferral). */
+Record inplace_sample(uint32_t tid, uint64_t t, uint32_t cpu)
+{
+	return make(PERF_RECORD_SAMPLE,
+		    { pidtid(tid, tid), t, cpu, 4, PERF_CONTEXT_KERNEL,
+		      0xffffffff81000000ULL, PERF_CONTEXT_USER, 0x401000 });
+}
+
+TEST(Matcher, ClassifiesFallbackKernelOnlyAndMisplacedMarker)
+{
+	perf::CookieMatcher m;
+	std::string err;
+	ASSERT_TRUE(m.add_buffer(0, {
+		inplace_sample(10, 1, 0),
+		make(PERF_RECORD_SAMPLE, { pidtid(10, 10), 2, 0, 2,
+					   PERF_CONTEXT_KERNEL,
+					   0xffffffff81000000ULL }),
+		/* marker, cookie, then one more entry: not last */
+		make(PERF_RECORD_SAMPLE, { pidtid(10, 10), 3, 0, 3,
+					   perf_abi::kContextUserDeferred,
+					   0x100, 0x401000 }),
+		/* a user part and the marker in one chain */
+		make(PERF_RECORD_SAMPLE, { pidtid(10, 10), 4, 0, 4,
+					   PERF_CONTEXT_USER, 0x401000,
+					   perf_abi::kContextUserDeferred,
+					   0x100 }),
+		deferred(10, 5, 0, 0x100, { 0x401000 }),
+	}, kType, true, &err)) << err;
+	perf::MatchResult r = m.match();
+	EXPECT_EQ(r.fallback_samples, 1u);
+	EXPECT_EQ(r.no_user_samples, 1u);
+	EXPECT_EQ(r.bad_marker_samples, 2u);
+	EXPECT_EQ(r.matched, 1u);
+	EXPECT_FALSE(r.clean()) << "a misplaced marker must make it unclean";
+}
+
+TEST(Matcher, KernelHalfIsKernelNonCanonicalIsJunk)
+{
+	perf::CookieMatcher m;
+	std::string err;
+	ASSERT_TRUE(m.add_buffer(0, {
+		sample(10, 1, 0, 0x100),
+		deferred(10, 2, 0, 0x100, { 0x401000, 0xa3e8078948002439ULL }),
+		sample(10, 3, 0, 0x200),
+		deferred(10, 4, 0, 0x200, { 0x401000, 0xffff888000001000ULL }),
+	}, kType, true, &err)) << err;
+	perf::MatchResult r = m.match();
+	ASSERT_EQ(m.deliveries().size(), 2u);
+	EXPECT_EQ(m.deliveries()[0].noncanonical, 1u);
+	EXPECT_FALSE(m.deliveries()[0].kernel_ip);
+	EXPECT_EQ(m.deliveries()[1].noncanonical, 0u);
+	ASSERT_EQ(r.with_kernel_ip.size(), 1u);
+	EXPECT_EQ(r.with_kernel_ip[0].cookie, 0x200u);
+}
+
+TEST(Order, EachSampleCarriesTheNextRecordsCookie)
+{
+	perf::CookieMatcher m;
+	std::string err;
+	/* Buffer 0: samples and records of tid 10; buffer 1: samples only,
+	 * from a second event sampling the same entries. */
+	ASSERT_TRUE(m.add_buffer(0, {
+		sample(10, 1, 0, 0x100), sample(10, 2, 0, 0x100),
+		deferred(10, 3, 0, 0x100, { 0x401000 }),
+		sample(10, 4, 0, 0x200),
+		deferred(10, 5, 0, 0x200, { 0x401000 }),
+		sample(10, 6, 0, 0x200), /* after its record: late */
+		sample(10, 7, 0, 0x300), /* entry not over yet: trailing */
+	}, kType, true, &err)) << err;
+	ASSERT_TRUE(m.add_buffer(1, { sample(10, 2, 0, 0x100),
+				      sample(10, 4, 0, 0x200) },
+				 kType, true, &err)) << err;
+	perf::OrderResult o = m.check_next(0);
+	EXPECT_EQ(o.checked, 6u) << o.describe();
+	EXPECT_EQ(o.late, 1u) << o.describe();
+	EXPECT_EQ(o.trailing, 1u) << o.describe();
+	EXPECT_TRUE(o.mismatches.empty()) << o.describe();
+}
+
+TEST(Order, ReportsASampleWithAnotherEntrysCookie)
+{
+	perf::CookieMatcher m;
+	std::string err;
+	ASSERT_TRUE(m.add_buffer(0, {
+		sample(10, 1, 0, 0x100),
+		sample(10, 2, 0, 0x999), /* same entry, other cookie */
+		deferred(10, 3, 0, 0x100, { 0x401000 }),
+		sample(11, 4, 1, 0x100), /* other tid: its own records */
+		deferred(11, 5, 1, 0x100, { 0x401000 }),
+	}, kType, true, &err)) << err;
+	perf::OrderResult o = m.check_next(0);
+	EXPECT_EQ(o.checked, 3u);
+	ASSERT_EQ(o.mismatches.size(), 1u) << o.describe();
+	EXPECT_EQ(o.mismatches[0].sample.cookie, 0x999u);
+	EXPECT_EQ(o.mismatches[0].next_cookie, 0x100u);
+	/* Records of another buffer are not the next record here. */
+	perf::OrderResult none = m.check_next(7);
+	EXPECT_EQ(none.checked, 0u);
+	EXPECT_EQ(none.trailing, 3u);
+}
+
 } // namespace

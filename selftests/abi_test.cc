@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The deferred-callchain ABI (SPEC section 2), as a user sees it: the attr
+ * bits and size, the reserved bits after them, PERF_RECORD_CALLCHAIN_DEFERRED
+ * (type 22, misc, field order, every sample_id_all trailer combination), and
+ * PERF_CONTEXT_USER_DEFERRED followed by the cookie as the last two entries
+ * of a sample's callchain. The reserved-bit test runs on every kernel; the
+ * rest skips on a kernel without the feature.
+ */
+#include <errno.h>
+#include <gtest/gtest.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <map>
+
+#include "lib/cookie_match.h"
+#include "lib/features.h"
+#include "lib/perf_abi.h"
+#include "lib/perf_event.h"
+#include "lib/session.h"
+#include "lib/workload.h"
+
+namespace {
+
+#ifndef PERF_ATTR_SIZE_VER8
+#define PERF_ATTR_SIZE_VER8 136
+#endif
+
+int open_with(perf_event_attr a)
+{
+	int fd = perf::open_event(&a, 0, -1);
+	if (fd >= 0)
+		close(fd);
+	return fd < 0 ? fd : 0;
+}
+
+perf_event_attr base_attr()
+{
+	session::Options o;
+	o.defer_callchain = o.defer_output = false;
+	return session::make_attr(o);
+}
+
+std::string res(int r)
+{
+	return r ? strerror(-r) : "accepted";
+}
+
+TEST(Abi, ReservedBits40To63Rejected)
+{
+	int accepted = 0;
+	for (int bit = 40; bit < 64; bit++) {
+		perf_event_attr a = base_attr();
+		perf_abi::set_attr_bit(&a, bit);
+		int r = open_with(a);
+		if (r != -EINVAL)
+			printf("# attr bit %d: %s\n", bit, res(r).c_str());
+		accepted += r == 0;
+		EXPECT_EQ(r, -EINVAL)
+			<< "reserved attr bit " << bit << ": expected EINVAL, "
+			<< "got " << res(r);
+	}
+	printf("# bits 40..63: %d accepted, %d rejected\n", accepted,
+	       24 - accepted);
+}
+
+TEST(Abi, BitsAcceptedEachAloneAndTogether)
+{
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	struct {
+		const char *what;
+		bool cc, out;
+	} cases[] = { { "defer_callchain", true, false },
+		      { "defer_output", false, true },
+		      { "both", true, true } };
+	for (auto &c : cases) {
+		perf_event_attr a = base_attr();
+		if (c.cc)
+			perf_abi::set_attr_bit(&a, perf_abi::kDeferCallchainBit);
+		if (c.out)
+			perf_abi::set_attr_bit(&a, perf_abi::kDeferOutputBit);
+		int r = open_with(a);
+		printf("# %s: %s\n", c.what, res(r).c_str());
+		EXPECT_EQ(r, 0) << c.what << ": expected accepted, got "
+				<< res(r);
+	}
+	/* The side-band receiver perf tools use: a dummy with defer_output. */
+	perf_event_attr d = session::make_attr(session::sideband());
+	int r = open_with(d);
+	EXPECT_EQ(r, 0) << "dummy event with defer_output: " << res(r);
+}
+
+TEST(Abi, AttrSizeUnchanged)
+{
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	printf("# sizeof(perf_event_attr) in these headers: %zu, "
+	       "PERF_ATTR_SIZE_VER8: %d\n", sizeof(perf_event_attr),
+	       PERF_ATTR_SIZE_VER8);
+	perf_event_attr a = base_attr();
+	perf_abi::set_attr_bit(&a, perf_abi::kDeferCallchainBit);
+	perf_abi::set_attr_bit(&a, perf_abi::kDeferOutputBit);
+	a.size = PERF_ATTR_SIZE_VER8;
+	int r = open_with(a);
+	EXPECT_EQ(r, 0) << "attr.size 136 (VER8) with both bits: " << res(r);
+	/*
+	 * The bits live in the flags word that every attr size has: the
+	 * kernel must not need a bigger attr for them (the size is
+	 * unchanged by the series).
+	 */
+	a.size = PERF_ATTR_SIZE_VER0;
+	r = open_with(a);
+	EXPECT_EQ(r, 0) << "attr.size 64 (VER0) with both bits: " << res(r);
+	/*
+	 * An attr 8 bytes longer than VER8 with a non-zero tail is refused
+	 * with E2BIG, and the kernel writes its own attr size back: 136.
+	 */
+	union {
+		perf_event_attr a;
+		uint8_t raw[PERF_ATTR_SIZE_VER8 + 8];
+	} big;
+	memset(&big, 0, sizeof(big));
+	perf_event_attr b = base_attr();
+	memcpy(&big.a, &b, sizeof(b));
+	perf_abi::set_attr_bit(&big.a, perf_abi::kDeferCallchainBit);
+	big.a.size = PERF_ATTR_SIZE_VER8 + 8;
+	big.raw[PERF_ATTR_SIZE_VER8] = 1;
+	r = perf::open_event(&big.a, 0, -1);
+	if (r >= 0)
+		close(r);
+	printf("# attr of 144 bytes with a non-zero tail: %s, size written "
+	       "back %u\n", res(r < 0 ? r : 0).c_str(), big.a.size);
+	EXPECT_EQ(r < 0 ? r : 0, -E2BIG)
+		<< "attr with non-zero bytes past 136";
+	EXPECT_EQ(big.a.size, (uint32_t)PERF_ATTR_SIZE_VER8)
+		<< "the kernel's perf_event_attr size changed";
+}
+
+/* Sample ourselves with the bits on while reading /dev/zero. */
+struct SelfRun {
+	session::Session s;
+	int err = 0;
+	uint64_t id = 0;
+};
+
+void record_self(SelfRun *run, session::Options o, double seconds = 0.15)
+{
+	run->err = run->s.open(o, 0, -1);
+	if (run->err)
+		return;
+	run->id = run->s.id(0);
+	run->s.enable();
+	work::mixed(seconds);
+	run->s.disable();
+	run->s.drain();
+}
+
+TEST(Abi, DeferredRecordLayoutAndTrailer)
+{
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	const uint64_t T = PERF_SAMPLE_TID, TM = PERF_SAMPLE_TIME,
+		       I = PERF_SAMPLE_ID, S = PERF_SAMPLE_STREAM_ID,
+		       C = PERF_SAMPLE_CPU, X = PERF_SAMPLE_IDENTIFIER;
+	const uint64_t combos[] = { 0, T, TM, I, S, C, X, T | TM | C,
+				    T | TM | I | S | C | X, X | T | TM };
+	pid_t tid = work::gettid(), pid = getpid();
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_CONF);
+	for (uint64_t trailer : combos) {
+		/* TIME in the samples as well, to compare with the record. */
+		session::Options o;
+		o.sample_type = trailer | PERF_SAMPLE_CALLCHAIN |
+				PERF_SAMPLE_TIME;
+		/* The trailer follows sample_type: TIME is in it too then. */
+		uint64_t st = o.sample_type;
+		SelfRun run;
+		record_self(&run, o);
+		ASSERT_EQ(run.err, 0) << "perf_event_open: " << res(run.err);
+		std::string err;
+		std::vector<perf::Sample> samples = run.s.samples(0, &err);
+		ASSERT_TRUE(err.empty()) << err;
+		std::map<uint64_t, uint64_t> first_announce; /* cookie, time */
+		for (const perf::Sample &sm : samples) {
+			perf::SplitChain c = perf::split_callchain(sm.callchain);
+			if (c.deferred && !first_announce.count(c.cookie))
+				first_announce[c.cookie] = sm.sid.time;
+		}
+		int records = 0, bad = 0;
+		for (const perf::Record &r : run.s.records(0)) {
+			if (r.header.type != perf_abi::kRecordCallchainDeferred)
+				continue;
+			records++;
+			perf::DeferredCallchain d;
+			ASSERT_TRUE(perf::parse_deferred(r, st, true, &d, &err))
+				<< "sample_type 0x" << std::hex << st << ": "
+				<< err;
+			/* Field order: header, cookie, nr, ips, trailer. */
+			size_t want = sizeof(perf_event_header) + 16 +
+				      8 * d.ips.size() +
+				      8 * __builtin_popcountll(trailer | TM);
+			EXPECT_EQ(r.header.size, want)
+				<< "record size for trailer 0x" << std::hex
+				<< (trailer | TM);
+			EXPECT_EQ(d.misc, PERF_RECORD_MISC_USER)
+				<< "header.misc";
+			EXPECT_NE(d.cookie, 0u) << "cookie 0";
+			EXPECT_GT(d.ips.size(), 0u) << "empty user chain";
+			for (uint64_t ip : d.ips)
+				EXPECT_LT(ip, perf::kKernelStart)
+					<< "kernel address in a deferred chain";
+			if (st & T) {
+				EXPECT_EQ(d.sid.tid, (uint32_t)tid);
+				EXPECT_EQ(d.sid.pid, (uint32_t)pid);
+			}
+			if (st & I) {
+				EXPECT_EQ(d.sid.id, run.id)
+					<< "sample_id id vs PERF_EVENT_IOC_ID";
+			}
+			if (st & S) {
+				EXPECT_EQ(d.sid.stream_id, run.id)
+					<< "stream_id of a non-inherited event";
+			}
+			if (st & X) {
+				EXPECT_EQ(d.sid.identifier, run.id)
+					<< "identifier vs PERF_EVENT_IOC_ID";
+			}
+			if (st & C) {
+				EXPECT_LT((int)d.sid.cpu, ncpu) << "cpu";
+			}
+			auto a = first_announce.find(d.cookie);
+			if (a == first_announce.end()) {
+				bad++;
+				ADD_FAILURE() << "record cookie 0x" << std::hex
+					      << d.cookie << " never announced "
+					      << "by an earlier sample";
+			} else {
+				EXPECT_GE(d.sid.time, a->second)
+					<< "record older than its sample";
+			}
+		}
+		printf("# trailer 0x%03llx: %zu samples, %zu cookies, %d "
+		       "records, %d orphans\n", (unsigned long long)(trailer | TM),
+		       samples.size(), first_announce.size(), records, bad);
+		EXPECT_GT(records, 0) << "no PERF_RECORD_CALLCHAIN_DEFERRED "
+					 "with trailer 0x" << std::hex << st;
+	}
+}
+
+TEST(Abi, DeferredRecordWithoutSampleIdAll)
+{
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	session::Options o;
+	o.sample_id_all = false;
+	SelfRun run;
+	record_self(&run, o);
+	ASSERT_EQ(run.err, 0) << res(run.err);
+	std::string err;
+	auto recs = run.s.deferred(0, &err);
+	ASSERT_TRUE(err.empty()) << "record with trailing bytes without "
+				    "sample_id_all: " << err;
+	printf("# %zu records without a trailer\n", recs.size());
+	EXPECT_GT(recs.size(), 0u);
+}
+
+TEST(Abi, MarkerAndCookieAreTheLastTwoEntries)
+{
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	for (bool exclude_kernel : { false, true }) {
+		session::Options o;
+		o.exclude_kernel = exclude_kernel;
+		SelfRun run;
+		record_self(&run, o);
+		ASSERT_EQ(run.err, 0) << res(run.err);
+		std::string err;
+		int deferred = 0, user_only = 0, total = 0;
+		for (const perf::Sample &s : run.s.samples(0, &err)) {
+			total++;
+			const auto &ch = s.callchain;
+			size_t n = ch.size();
+			perf::SplitChain c = perf::split_callchain(ch);
+			if (!c.deferred) {
+				ADD_FAILURE() << "sample of our own task without "
+						 "the marker: "
+					      << session::hex_chain(ch);
+				continue;
+			}
+			deferred++;
+			EXPECT_GE(n, 2u);
+			EXPECT_EQ(ch[n - 2], perf_abi::kContextUserDeferred)
+				<< "marker not second to last: "
+				<< session::hex_chain(ch);
+			EXPECT_EQ(ch[n - 1], c.cookie);
+			EXPECT_NE(c.cookie, 0u);
+			EXPECT_FALSE(c.has_user_ctx)
+				<< "user frames walked in the sampling context: "
+				<< session::hex_chain(ch);
+			if (exclude_kernel) {
+				EXPECT_EQ(n, 2u) << "exclude_kernel chain is not "
+						    "just marker, cookie: "
+						 << session::hex_chain(ch);
+				user_only += n == 2;
+			}
+		}
+		ASSERT_TRUE(err.empty()) << err;
+		printf("# exclude_kernel=%d: %d samples, %d with the marker, "
+		       "%d exactly [marker, cookie]\n", exclude_kernel, total,
+		       deferred, user_only);
+		EXPECT_GT(deferred, 0);
+	}
+}
+
+TEST(Abi, NoRecordWithoutAPriorAnnounce)
+{
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	/* Sampling event + side-band dummy receiver, as perf record does. */
+	session::Options samp;
+	samp.defer_output = false;
+	session::Session s;
+	ASSERT_EQ(s.open(samp, 0, -1), 0);
+	ASSERT_EQ(s.open(session::sideband(), 0, -1), 0);
+	s.enable();
+	work::read_zero(0.2, 4 << 20);
+	s.disable();
+	s.drain();
+	perf::CookieMatcher m;
+	std::string err;
+	ASSERT_TRUE(s.match(&m, &err)) << err;
+	perf::MatchResult r = m.match();
+	printf("# %s\n", r.describe().c_str());
+	size_t in_sampler = 0;
+	for (const auto &d : m.deliveries())
+		in_sampler += d.buffer == 0;
+	EXPECT_EQ(in_sampler, 0u) << "records in the buffer of an event "
+				     "without defer_output";
+	EXPECT_GT(r.records, 0u) << "no record in the defer_output dummy";
+	EXPECT_TRUE(r.orphans.empty()) << r.describe();
+	/* The last entry may still be open when the events stop. */
+	EXPECT_LE(r.unmatched.size(), 1u) << r.describe();
+	EXPECT_TRUE(r.duplicates.empty() && r.with_kernel_ip.empty() &&
+		    !r.bad_marker_samples) << r.describe();
+}
+
+} // namespace

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Cookies (SPEC section 3): never 0; one cookie per kernel entry of a task,
+ * shared by every sample and every event in that entry; a new cookie for
+ * every entry; no collision between tasks running on different CPUs at the
+ * same time. Skips on a kernel without defer_callchain.
+ */
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <string.h>
+
+#include <map>
+#include <set>
+#include <thread>
+
+#include "lib/cookie_match.h"
+#include "lib/features.h"
+#include "lib/perf_abi.h"
+#include "lib/session.h"
+#include "lib/workload.h"
+
+namespace {
+
+TEST(Cookie, NonZeroAndNewForEveryEntry)
+{
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	session::Session s;
+	ASSERT_EQ(s.open(session::Options(), 0, -1), 0);
+	s.enable();
+	work::mixed(0.3);
+	s.disable();
+	s.drain();
+	perf::CookieMatcher m;
+	std::string err;
+	ASSERT_TRUE(s.match(&m, &err)) << err;
+	perf::MatchResult r = m.match();
+	std::set<uint64_t> cookies;
+	size_t zero = 0;
+	for (const perf::Announce &a : m.announces())
+		zero += a.cookie == 0;
+	for (const perf::Delivery &d : m.deliveries()) {
+		zero += d.cookie == 0;
+		cookies.insert(d.cookie);
+	}
+	printf("# %s\n# %zu records, %zu distinct cookies, %zu zero "
+	       "cookies\n", r.describe().c_str(), r.records, cookies.size(),
+	       zero);
+	EXPECT_EQ(zero, 0u) << "cookie 0 in a sample or a record";
+	EXPECT_GT(r.records, 1u) << "need records from several entries";
+	EXPECT_EQ(cookies.size(), r.records)
+		<< "two records (two kernel entries) with one cookie";
+	EXPECT_TRUE(r.orphans.empty()) << r.describe();
+}
+
+TEST(Cookie, SharedByAllSamplesAndEventsOfOneEntry)
+{
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	/* Buffer 0 receives the records; 1 and 2 only sample. */
+	session::Options recv, clock2, task;
+	clock2.defer_output = task.defer_output = false;
+	clock2.period = 310000;
+	task.config = PERF_COUNT_SW_TASK_CLOCK;
+	task.period = 170000;
+	session::Session s;
+	ASSERT_EQ(s.open(recv, 0, -1), 0);
+	ASSERT_EQ(s.open(clock2, 0, -1), 0);
+	ASSERT_EQ(s.open(task, 0, -1), 0);
+	s.enable();
+	work::mixed(0.4, 16 << 20);
+	s.disable();
+	s.drain();
+	perf::CookieMatcher m;
+	std::string err;
+	ASSERT_TRUE(s.match(&m, &err)) << err;
+	perf::OrderResult o = m.check_next(0);
+	perf::MatchResult r = m.match();
+
+	/* Entries sampled more than once, and by more than one event. */
+	std::map<uint64_t, std::set<size_t>> events_per_cookie;
+	std::map<uint64_t, int> samples_per_cookie;
+	for (const perf::Announce &a : m.announces()) {
+		events_per_cookie[a.cookie].insert(a.buffer);
+		samples_per_cookie[a.cookie]++;
+	}
+	size_t multi = 0, multi_event = 0;
+	for (auto &[c, n] : samples_per_cookie)
+		multi += n > 1;
+	for (auto &[c, e] : events_per_cookie)
+		multi_event += e.size() > 1;
+	printf("# %s\n# %s\n# %zu entries sampled more than once, %zu by "
+	       "more than one event\n", r.describe().c_str(),
+	       o.describe().c_str(), multi, multi_event);
+	EXPECT_GT(o.checked, 0u) << "no sample followed by a record";
+	EXPECT_TRUE(o.mismatches.empty())
+		<< "a sample's cookie is not the cookie of the next record of "
+		   "its entry: " << o.describe();
+	EXPECT_GT(multi_event, 0u)
+		<< "no entry was sampled by two events: nothing to compare";
+	EXPECT_TRUE(r.orphans.empty() && r.duplicates.empty())
+		<< r.describe();
+}
+
+struct PerCpu {
+	int cpu = -1, pinned = 0, open = 0, ran_on = -1;
+	pid_t tid = 0;
+	std::vector<perf::Delivery> records;
+	std::vector<perf::Announce> announces;
+	std::string err;
+};
+
+TEST(Cookie, UniqueAcrossConcurrentCpus)
+{
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	std::vector<int> cpus = session::online_cpus();
+	std::vector<PerCpu> res(cpus.size());
+	pthread_barrier_t ready, go;
+	pthread_barrier_init(&ready, nullptr, cpus.size() + 1);
+	pthread_barrier_init(&go, nullptr, cpus.size() + 1);
+	std::vector<std::thread> threads;
+	for (size_t i = 0; i < cpus.size(); i++) {
+		threads.emplace_back([&, i] {
+			PerCpu &p = res[i];
+			p.cpu = cpus[i];
+			p.tid = work::gettid();
+			p.pinned = work::pin(0, p.cpu);
+			session::Session s;
+			session::Options o;
+			o.period = 100000;
+			p.open = s.open(o, 0, -1);
+			pthread_barrier_wait(&ready);
+			pthread_barrier_wait(&go);
+			if (p.open)
+				return;
+			s.enable();
+			work::mixed(0.3, 256 << 10);
+			s.disable();
+			p.ran_on = work::current_cpu();
+			s.drain();
+			perf::CookieMatcher m;
+			if (!s.match(&m, &p.err))
+				return;
+			p.records = m.deliveries();
+			p.announces = m.announces();
+		});
+	}
+	pthread_barrier_wait(&ready);
+	pthread_barrier_wait(&go);
+	for (auto &t : threads)
+		t.join();
+	pthread_barrier_destroy(&ready);
+	pthread_barrier_destroy(&go);
+
+	std::map<uint64_t, std::set<pid_t>> owners;
+	size_t total = 0;
+	for (PerCpu &p : res) {
+		ASSERT_EQ(p.pinned, 0) << "pin to CPU " << p.cpu;
+		ASSERT_EQ(p.open, 0) << "perf_event_open on CPU " << p.cpu;
+		ASSERT_TRUE(p.err.empty()) << p.err;
+		std::set<uint64_t> mine;
+		int off_cpu = 0;
+		for (const perf::Delivery &d : p.records) {
+			owners[d.cookie].insert(p.tid);
+			mine.insert(d.cookie);
+			off_cpu += (int)d.cpu != p.cpu;
+		}
+		for (const perf::Announce &a : p.announces)
+			owners[a.cookie].insert(p.tid);
+		total += p.records.size();
+		printf("# cpu %d tid %d: %zu records, %zu distinct cookies, %zu "
+		       "samples, %d records from another CPU\n", p.cpu, p.tid,
+		       p.records.size(), mine.size(), p.announces.size(),
+		       off_cpu);
+		EXPECT_GT(p.records.size(), 0u) << "no record on CPU " << p.cpu;
+		EXPECT_EQ(mine.size(), p.records.size())
+			<< "one cookie for two entries on CPU " << p.cpu;
+		EXPECT_EQ(off_cpu, 0) << "thread pinned to CPU " << p.cpu
+				      << " got records from another CPU";
+	}
+	size_t shared = 0;
+	for (auto &[c, tids] : owners)
+		if (tids.size() > 1) {
+			if (shared++ < 5)
+				ADD_FAILURE() << "cookie 0x" << std::hex << c
+					      << std::dec << " used by "
+					      << tids.size() << " threads";
+		}
+	printf("# %zu threads, %zu records, %zu cookies, %zu shared between "
+	       "threads\n", res.size(), total, owners.size(), shared);
+	EXPECT_EQ(shared, 0u) << "cookies collide across CPUs";
+}
+
+} // namespace

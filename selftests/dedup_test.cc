@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Dedup (SPEC section 3): however many events sample a task within one
+ * kernel entry, its user stack is unwound once and every defer_output
+ * buffer gets exactly one record for that entry; buffers without
+ * defer_output get none. Skips on a kernel without defer_callchain.
+ */
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "lib/cookie_match.h"
+#include "lib/features.h"
+#include "lib/session.h"
+#include "lib/workload.h"
+
+namespace {
+
+/*
+ * K sampling events on this task (clock periods all different), the ones
+ * in `receivers` with defer_output; plus a dummy receiver if `dummy`.
+ */
+void run_dedup(int k, const std::set<int> &receivers, bool dummy)
+{
+	session::Session s;
+	for (int i = 0; i < k; i++) {
+		session::Options o;
+		o.config = i % 2 ? PERF_COUNT_SW_TASK_CLOCK
+				 : PERF_COUNT_SW_CPU_CLOCK;
+		o.period = 150000 + 37000 * i;
+		o.defer_output = receivers.count(i);
+		ASSERT_EQ(s.open(o, 0, -1), 0) << "event " << i;
+	}
+	std::set<size_t> recv(receivers.begin(), receivers.end());
+	if (dummy) {
+		ASSERT_EQ(s.open(session::sideband(), 0, -1), 0);
+		recv.insert(k);
+	}
+	s.enable();
+	work::read_zero(0.4, 16 << 20);
+	s.disable();
+	s.drain();
+	perf::CookieMatcher m;
+	std::string err;
+	ASSERT_TRUE(s.match(&m, &err)) << err;
+	perf::MatchResult r = m.match();
+
+	/* Records per (buffer, cookie), samples per cookie. */
+	std::map<uint64_t, std::map<size_t, int>> per;
+	std::map<uint64_t, int> samples;
+	std::vector<size_t> in_buffer(s.size());
+	for (const perf::Delivery &d : m.deliveries()) {
+		per[d.cookie][d.buffer]++;
+		in_buffer[d.buffer]++;
+	}
+	for (const perf::Announce &a : m.announces())
+		samples[a.cookie]++;
+	int entries = 0, multi = 0, wrong = 0;
+	size_t max_samples = 0;
+	for (auto &[cookie, n] : samples) {
+		if (!per.count(cookie))
+			continue; /* entry still open when we stopped */
+		entries++;
+		multi += n > 1;
+		max_samples = std::max(max_samples, (size_t)n);
+		for (size_t b = 0; b < s.size(); b++) {
+			int got = per[cookie].count(b) ? per[cookie][b] : 0;
+			int want = recv.count(b) ? 1 : 0;
+			if (got != want && wrong++ < 5)
+				ADD_FAILURE() << "entry 0x" << std::hex << cookie
+					      << std::dec << " (" << n
+					      << " samples): " << got
+					      << " records in buffer " << b
+					      << ", expected " << want;
+		}
+	}
+	printf("# K=%d sampling events, %zu receivers%s\n", k, recv.size(),
+	       dummy ? " (incl. a dummy)" : "");
+	for (size_t b = 0; b < s.size(); b++)
+		printf("#   buffer %zu%s: %zu records\n", b,
+		       recv.count(b) ? " (defer_output)" : "", in_buffer[b]);
+	printf("# %d entries with records, %d sampled more than once (max %zu "
+	       "samples in one entry), %zu samples announcing\n# %s\n",
+	       entries, multi, max_samples, r.announcing_samples,
+	       r.describe().c_str());
+	EXPECT_EQ(wrong, 0) << "not one record per receiving buffer per entry";
+	EXPECT_GT(multi, 0) << "no entry sampled twice: dedup not exercised";
+	EXPECT_TRUE(r.orphans.empty() && r.duplicates.empty()) << r.describe();
+	EXPECT_LE(r.unmatched.size(), 1u)
+		<< "entries announced but never delivered: " << r.describe();
+}
+
+TEST(Dedup, OneRecordPerReceivingBufferPerEntry)
+{
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	run_dedup(4, { 0, 2 }, false);
+}
+
+TEST(Dedup, SidebandDummyGetsOneRecordPerEntry)
+{
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	run_dedup(3, {}, true);
+}
+
+} // namespace

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Exit and exec (SPEC sections 3 and 4): children sampled with
+ * defer_callchain while they exit (exit_group straight after a long
+ * syscall, with a big mapping to tear down; SIGKILL in the middle of a
+ * long read) or exec (64 -> 32 bit and 32 -> 64 bit). The kernel must
+ * survive, and every cookie a sample announced must be delivered by a
+ * record; samples that could not defer must carry their user chain in
+ * place (the fallback) or none once the mm is gone. The counts say which
+ * of the two this kernel does.
+ */
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/cookie_match.h"
+#include "lib/features.h"
+#include "lib/session.h"
+#include "lib/workload.h"
+
+namespace {
+
+/* Sample the child running argv; kill it after kill_ms if > 0. */
+void run_child(const char *what, const std::vector<std::string> &argv,
+	       int kill_ms)
+{
+	work::Child child;
+	ASSERT_EQ(child.spawn(argv), 0);
+	session::Session s;
+	session::Options o;
+	o.enable_on_exec = true;
+	o.period = 200000;
+	o.pages = 256;
+	ASSERT_EQ(s.open(o, child.pid(), -1), 0);
+	child.release();
+	if (kill_ms > 0) {
+		usleep(kill_ms * 1000);
+		kill(child.pid(), SIGKILL);
+	}
+	int st = child.wait();
+	s.drain();
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+		GTEST_SKIP() << "cannot exec " << argv[0];
+	if (kill_ms > 0)
+		ASSERT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
+			<< what << ": wait status 0x" << std::hex << st;
+	else
+		ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			<< what << ": wait status 0x" << std::hex << st;
+
+	perf::CookieMatcher m;
+	std::string err;
+	ASSERT_TRUE(s.match(&m, &err)) << err;
+	perf::MatchResult r = m.match();
+	size_t empty = 0, tail_announces = 0;
+	for (const perf::DeferredCallchain &d : s.deferred(0, &err))
+		empty += d.ips.empty();
+	/* Samples in the task's last entry (after its last record). */
+	uint64_t last_rec = 0;
+	for (const perf::Delivery &d : m.deliveries())
+		last_rec = std::max(last_rec, d.time);
+	for (const perf::Announce &a : m.announces())
+		tail_announces += a.time > last_rec;
+	printf("# %s: %zu samples: %zu deferred (%zu cookies, %zu delivered "
+	       "by a record, %zu records with nr 0), %zu unwound in place "
+	       "(fallback), %zu without a user part; %zu deferred samples "
+	       "after the last record; %zu unmatched\n",
+	       what, r.samples, r.announcing_samples, r.announced, r.matched,
+	       empty, r.fallback_samples, r.no_user_samples, tail_announces,
+	       r.unmatched.size());
+	EXPECT_GT(r.samples, 0u) << "the child was never sampled";
+	EXPECT_TRUE(r.unmatched.empty())
+		<< "announced cookies without a record (the user stack of "
+		   "those samples is lost without a trace): " << r.describe();
+	EXPECT_TRUE(r.orphans.empty() && r.duplicates.empty() &&
+		    r.with_kernel_ip.empty() && !r.bad_marker_samples &&
+		    !r.lost) << r.describe();
+}
+
+TEST(ExitExec, ExitGroupAfterLongSyscall64)
+{
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	run_child("exit_group, 64-bit, 64 MiB mapped",
+		  { work::helper_path("compat_stack"), "300", "exit", "64" },
+		  0);
+}
+
+TEST(ExitExec, ExitGroupAfterLongSyscall32)
+{
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	run_child("exit_group, 32-bit, 64 MiB mapped",
+		  { work::helper_path("compat_stack_32"), "300", "exit",
+		    "64" }, 0);
+}
+
+TEST(ExitExec, KilledInALongRead)
+{
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	run_child("SIGKILL while reading /dev/zero",
+		  { work::helper_path("compat_stack"), "5000", "exit", "64" },
+		  300);
+}
+
+TEST(ExitExec, Exec64To32)
+{
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	run_child("exec 64 -> 32 bit",
+		  { work::helper_path("compat_stack"), "200", "exec",
+		    work::helper_path("compat_stack_32"), "200" }, 0);
+}
+
+TEST(ExitExec, Exec32To64)
+{
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	run_child("exec 32 -> 64 bit",
+		  { work::helper_path("compat_stack_32"), "200", "exec",
+		    work::helper_path("compat_stack"), "200" }, 0);
+}
+
+} // namespace

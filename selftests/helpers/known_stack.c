@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A known frame-pointer call stack for the perf tool tests:
+ * main -> ks_outer -> ks_middle -> ks_inner, the inner function spending
+ * about a second (argv[1] seconds if given) in system calls (reads from
+ * /dev/zero, getppid) so that samples land in the kernel with this exact
+ * user stack below them.  Exits 0 when it could do its work.
+ *
+ * The system calls are made inline, from ks_inner itself: through libc's
+ * wrappers (leaf functions without a frame) a frame pointer walk would
+ * start in the wrapper and skip ks_inner.  Builds 64-bit and -m32.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NOINLINE __attribute__((noinline))
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static inline long raw_syscall3(long nr, long a, long b, long c)
+{
+	long ret;
+
+#if defined(__x86_64__)
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c)
+			 : "rcx", "r11", "memory");
+#elif defined(__i386__)
+	__asm__ volatile("int $0x80"
+			 : "=a"(ret)
+			 : "a"(nr), "b"(a), "c"(b), "d"(c)
+			 : "memory");
+#else
+#error "known_stack: x86 only"
+#endif
+	return ret;
+}
+
+#if defined(__x86_64__)
+#define NR_READ		0
+#define NR_GETPPID	110
+#else
+#define NR_READ		3
+#define NR_GETPPID	64
+#endif
+
+NOINLINE int ks_inner(int fd, double seconds)
+{
+	static char buf[64 << 10];
+	double until = now() + seconds;
+	long calls = 0;
+
+	while (now() < until) {
+		if (raw_syscall3(NR_READ, fd, (long)buf, sizeof(buf)) !=
+		    (long)sizeof(buf))
+			return -1;
+		raw_syscall3(NR_GETPPID, 0, 0, 0);
+		calls++;
+	}
+	/* Keep the compiler from turning the calls below into jumps. */
+	__asm__ volatile("" ::: "memory");
+	return calls > 0 ? 0 : -1;
+}
+
+NOINLINE int ks_middle(int fd, double seconds)
+{
+	int ret = ks_inner(fd, seconds);
+
+	__asm__ volatile("" ::: "memory");
+	return ret;
+}
+
+NOINLINE int ks_outer(int fd, double seconds)
+{
+	int ret = ks_middle(fd, seconds);
+
+	__asm__ volatile("" ::: "memory");
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	double seconds = argc > 1 ? atof(argv[1]) : 1.0;
+	int fd = open("/dev/zero", O_RDONLY);
+	int ret;
+
+	if (fd < 0) {
+		perror("known_stack: /dev/zero");
+		return 1;
+	}
+	ret = ks_outer(fd, seconds);
+	close(fd);
+	if (ret) {
+		fprintf(stderr, "known_stack: reading /dev/zero failed\n");
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Hostile user stacks (SPEC section 3): the hostile_stack helper (64- and
+ * 32-bit) sets its frame-pointer register to a hostile value around a loop
+ * of raw read(2)s: a self-loop, a downward chain, a kernel address, a frame
+ * holding kernel addresses, an unmapped page, a misaligned pointer. The
+ * deferred chain of each such entry must end early (the ip plus at most two
+ * entries), hold no kernel address, and the kernel must stay clean (the
+ * harness scans the console for splats). The in-place walk is run too, on
+ * any kernel: it must terminate and not crash.
+ */
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <map>
+
+#include "lib/cookie_match.h"
+#include "lib/features.h"
+#include "lib/session.h"
+#include "lib/symbols.h"
+#include "lib/workload.h"
+
+namespace {
+
+/*
+ * At and above these nothing is a user address of the task: the kernel
+ * half for a 64-bit task; a compat task's TASK_SIZE (0xffffe000) for a
+ * 32-bit one, whose words cannot even hold a kernel address.
+ */
+constexpr uint64_t kCompatUserLimit = 0xffffe000ULL;
+/* The ip in hostile_reads, then at most this many more entries. */
+constexpr size_t kMaxHostileNr = 3;
+
+void run_hostile(const std::string &mode, bool compat, bool deferred)
+{
+	std::string name = compat ? "hostile_stack_32" : "hostile_stack";
+	std::string path = work::helper_path(name), err;
+	std::vector<syms::Symbol> symbols = syms::load(path, &err);
+	ASSERT_FALSE(symbols.empty()) << path << ": " << err;
+	const syms::Symbol *fn = syms::find(symbols, "hostile_reads");
+	ASSERT_NE(fn, nullptr);
+
+	work::Child child;
+	ASSERT_EQ(child.spawn({ path, mode, "250" }), 0);
+	session::Session s;
+	session::Options o;
+	o.enable_on_exec = true;
+	o.period = 150000;
+	o.pages = 256;
+	o.defer_callchain = o.defer_output = deferred;
+	ASSERT_EQ(s.open(o, child.pid(), -1), 0);
+	child.release();
+	int st = child.wait();
+	s.drain();
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+		GTEST_SKIP() << "cannot exec " << path;
+	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		<< name << " " << mode << ": wait status 0x" << std::hex << st;
+
+	uint64_t limit = compat ? kCompatUserLimit : perf::kKernelStart;
+	std::map<size_t, int> nr_hist; /* of chains starting in the loop */
+	int chains = 0, hostile = 0, too_long = 0, kernel = 0;
+	size_t longest = 0;
+	std::string first_long, first_kernel;
+	auto check = [&](const std::vector<uint64_t> &ips) {
+		chains++;
+		longest = std::max(longest, ips.size());
+		for (uint64_t ip : ips)
+			if (ip >= limit) {
+				if (!kernel++)
+					first_kernel = session::hex_chain(ips);
+				break;
+			}
+		if (ips.empty() || !fn->contains(ips[0]))
+			return;
+		hostile++;
+		nr_hist[ips.size()]++;
+		if (ips.size() > kMaxHostileNr && !too_long++)
+			first_long = session::hex_chain(ips);
+	};
+	perf::CookieMatcher m;
+	ASSERT_TRUE(s.match(&m, &err)) << err;
+	perf::MatchResult r = m.match();
+	if (deferred) {
+		for (const perf::DeferredCallchain &d : s.deferred(0, &err))
+			check(d.ips);
+	} else {
+		for (const perf::Sample &sm : s.samples(0, &err)) {
+			perf::SplitChain c = perf::split_callchain(sm.callchain);
+			if (c.has_user_ctx)
+				check(c.user);
+		}
+	}
+	ASSERT_TRUE(err.empty()) << err;
+	printf("# %s %s, %s: %d chains, %d from the hostile loop, longest "
+	       "%zu; nr of the loop's chains:", name.c_str(), mode.c_str(),
+	       deferred ? "deferred" : "in place", chains, hostile, longest);
+	for (auto &[n, c] : nr_hist)
+		printf(" %zu:%d", n, c);
+	printf("\n");
+	EXPECT_GT(hostile, 0) << "no chain taken in the hostile loop";
+	if (!deferred) {
+		/* Classic walk: bounded by the callchain's max stack. */
+		EXPECT_LE(longest, 128u);
+		return;
+	}
+	printf("# %s\n", r.describe().c_str());
+	EXPECT_EQ(too_long, 0) << "the walk did not stop at the hostile frame "
+				  "pointer: " << first_long;
+	EXPECT_EQ(kernel, 0) << "kernel address in a deferred user chain: "
+			     << first_kernel;
+	EXPECT_TRUE(r.unmatched.size() <= 1 && r.orphans.empty() &&
+		    r.duplicates.empty() && !r.bad_marker_samples)
+		<< r.describe();
+}
+
+#define HOSTILE_TESTS(Name, mode)                                    \
+	TEST(Hostile, Name##64)                                      \
+	{                                                            \
+		SKIP_UNLESS_DEFER_CALLCHAIN();                       \
+		run_hostile(mode, false, true);                      \
+	}                                                            \
+	TEST(Hostile, Name##32)                                      \
+	{                                                            \
+		SKIP_UNLESS_DEFER_CALLCHAIN();                       \
+		run_hostile(mode, true, true);                       \
+	}
+
+HOSTILE_TESTS(SelfLoop, "loop")
+HOSTILE_TESTS(Downward, "downward")
+HOSTILE_TESTS(KernelFramePointer, "kernel")
+HOSTILE_TESTS(KernelReturnAddress, "kernel_ret")
+HOSTILE_TESTS(Unmapped, "unmapped")
+HOSTILE_TESTS(Misaligned, "misaligned")
+
+TEST(Hostile, InPlaceWalkTerminates)
+{
+	for (const char *mode : { "loop", "downward", "kernel", "unmapped",
+				  "misaligned" }) {
+		run_hostile(mode, false, false);
+		if (HasFatalFailure() || IsSkipped())
+			return;
+	}
+}
+
+} // namespace

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Kernel threads (SPEC section 3): per-CPU sampling catches the idle tasks
+ * (pid 0) and kernel threads (PF_KTHREAD in /proc/<tid>/stat). Their
+ * samples have no user part on any kernel; with defer_callchain they never
+ * carry PERF_CONTEXT_USER_DEFERRED and no PERF_RECORD_CALLCHAIN_DEFERRED is
+ * ever written for them.
+ */
+#include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <map>
+#include <set>
+#include <thread>
+
+#include "lib/cookie_match.h"
+#include "lib/features.h"
+#include "lib/session.h"
+#include "lib/workload.h"
+
+namespace {
+
+struct Kthreads {
+	std::map<pid_t, std::string> names; /* tid -> comm */
+	void add_snapshot()
+	{
+		for (auto &[tid, t] : work::all_tasks())
+			if (t.flags & work::kPfKthread)
+				names[tid] = t.comm;
+		names[0] = "swapper (idle)";
+	}
+	bool has(uint32_t tid) const { return names.count((pid_t)tid); }
+};
+
+/* Kernel activity besides idle: stat and readdir /proc, sync, sleep. */
+void stir()
+{
+	uint64_t until = work::now_ns() + 400000000ULL;
+	while (work::now_ns() < until) {
+		work::all_tasks();
+		sync();
+		usleep(2000);
+	}
+}
+
+void check_kthreads(bool deferred)
+{
+	Kthreads kt;
+	kt.add_snapshot();
+	session::Session s;
+	session::Options o;
+	o.period = 1000000;
+	o.defer_callchain = o.defer_output = deferred;
+	int r = s.open_per_cpu(o);
+	ASSERT_EQ(r, 0) << "per-CPU perf_event_open: " << strerror(-r);
+	s.enable();
+	stir();
+	s.disable();
+	s.drain();
+	kt.add_snapshot();
+
+	perf::CookieMatcher m;
+	std::string err;
+	ASSERT_TRUE(s.match(&m, &err)) << err;
+	std::map<std::string, int> per_name;
+	int samples = 0, idle = 0, with_marker = 0, with_user = 0,
+	    records = 0, other = 0;
+	for (size_t b = 0; b < s.size(); b++) {
+		for (const perf::Sample &sm : s.samples(b, &err)) {
+			if (!kt.has(sm.sid.tid)) {
+				other++;
+				continue;
+			}
+			samples++;
+			idle += sm.sid.tid == 0;
+			std::string name = kt.names[sm.sid.tid];
+			per_name[name.substr(0, name.find('/'))]++;
+			perf::SplitChain c = perf::split_callchain(sm.callchain);
+			if (c.deferred && with_marker++ < 3)
+				ADD_FAILURE() << "sample of kthread " << sm.sid.tid
+					      << " (" << name << ") carries the "
+					      << "deferred marker: "
+					      << session::hex_chain(sm.callchain);
+			if (c.has_user_ctx && !c.user.empty() &&
+			    with_user++ < 3)
+				ADD_FAILURE() << "sample of kthread " << sm.sid.tid
+					      << " (" << name << ") has a user "
+					      << "part: "
+					      << session::hex_chain(sm.callchain);
+		}
+		ASSERT_TRUE(err.empty()) << err;
+	}
+	for (const perf::Delivery &d : m.deliveries())
+		if (kt.has(d.tid) && records++ < 3)
+			ADD_FAILURE() << "deferred record for kthread " << d.tid
+				      << " (" << kt.names[d.tid] << ")";
+	printf("# defer_callchain %s: %d kthread samples (%d idle), %d from "
+	       "other tasks; %d with the marker, %d with a user part, %d "
+	       "records for kthreads\n", deferred ? "on" : "off", samples,
+	       idle, other, with_marker, with_user, records);
+	for (auto &[n, c] : per_name)
+		printf("#   %-20s %d samples\n", n.c_str(), c);
+	EXPECT_GT(idle, 0) << "no sample of the idle tasks in 0.4 s";
+	EXPECT_EQ(with_marker, 0);
+	EXPECT_EQ(with_user, 0);
+	EXPECT_EQ(records, 0);
+}
+
+TEST(KThread, SamplesHaveNoUserPart)
+{
+	check_kthreads(false);
+}
+
+TEST(KThread, NeverDeferredNeverRecorded)
+{
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	check_kthreads(true);
+}
+
+} // namespace

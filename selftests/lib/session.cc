@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "session.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sstream>
+
+#include "perf_abi.h"
+
+namespace session {
+
+perf_event_attr make_attr(const Options &o)
+{
+	perf_event_attr a{};
+	a.size = sizeof(a);
+	a.type = o.type;
+	a.config = o.config;
+	a.sample_period = o.period;
+	a.sample_type = o.sample_type;
+	a.sample_id_all = o.sample_id_all;
+	a.disabled = o.disabled;
+	a.enable_on_exec = o.enable_on_exec;
+	a.exclude_kernel = o.exclude_kernel;
+	a.exclude_idle = o.exclude_idle;
+	if (o.monotonic) {
+		a.use_clockid = 1;
+		a.clockid = CLOCK_MONOTONIC;
+	}
+	if (o.defer_callchain)
+		perf_abi::set_attr_bit(&a, perf_abi::kDeferCallchainBit);
+	if (o.defer_output)
+		perf_abi::set_attr_bit(&a, perf_abi::kDeferOutputBit);
+	return a;
+}
+
+Options sideband()
+{
+	Options o;
+	o.config = PERF_COUNT_SW_DUMMY;
+	o.period = 1;
+	o.sample_type &= ~(uint64_t)PERF_SAMPLE_CALLCHAIN;
+	o.defer_callchain = false;
+	o.defer_output = true;
+	return o;
+}
+
+int Session::open(const Options &o, pid_t pid, int cpu)
+{
+	perf::Event e;
+	int r = e.open(make_attr(o), pid, cpu, o.pages);
+	if (r)
+		return r;
+	events_.push_back(std::move(e));
+	cpus_.push_back(cpu);
+	records_.emplace_back();
+	return 0;
+}
+
+int Session::open_per_cpu(const Options &o)
+{
+	for (int c : online_cpus()) {
+		int r = open(o, -1, c);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+void Session::enable()
+{
+	for (auto &e : events_)
+		e.enable();
+}
+
+void Session::disable()
+{
+	for (auto &e : events_)
+		e.disable();
+}
+
+void Session::drain()
+{
+	for (size_t i = 0; i < events_.size(); i++)
+		for (auto &r : events_[i].drain())
+			records_[i].push_back(std::move(r));
+}
+
+bool Session::match(perf::CookieMatcher *m, std::string *err) const
+{
+	for (size_t i = 0; i < events_.size(); i++)
+		if (!m->add_buffer(i, records_[i],
+				   events_[i].attr().sample_type,
+				   events_[i].attr().sample_id_all, err))
+			return false;
+	/* PERF_RECORD_LOST is counted by add_buffer from the records. */
+	return true;
+}
+
+uint64_t Session::id(size_t i) const
+{
+	uint64_t id = 0;
+	ioctl(events_[i].fd(), PERF_EVENT_IOC_ID, &id);
+	return id;
+}
+
+uint64_t Session::lost() const
+{
+	uint64_t n = 0;
+	for (auto &e : events_)
+		n += e.lost();
+	return n;
+}
+
+std::vector<perf::Sample> Session::samples(size_t i, std::string *err) const
+{
+	std::vector<perf::Sample> out;
+	for (const perf::Record &r : records_[i]) {
+		if (r.header.type != PERF_RECORD_SAMPLE)
+			continue;
+		perf::Sample s;
+		if (!perf::parse_sample(r, events_[i].attr().sample_type, &s,
+					err))
+			return {};
+		out.push_back(std::move(s));
+	}
+	return out;
+}
+
+std::vector<perf::DeferredCallchain> Session::deferred(size_t i,
+						       std::string *err) const
+{
+	std::vector<perf::DeferredCallchain> out;
+	for (const perf::Record &r : records_[i]) {
+		if (r.header.type != perf_abi::kRecordCallchainDeferred)
+			continue;
+		perf::DeferredCallchain d;
+		if (!perf::parse_deferred(r, events_[i].attr().sample_type,
+					  events_[i].attr().sample_id_all, &d,
+					  err))
+			return {};
+		out.push_back(std::move(d));
+	}
+	return out;
+}
+
+std::vector<int> online_cpus()
+{
+	/* /sys/devices/system/cpu/online: "0-3", "0,2-3". */
+	std::vector<int> v;
+	FILE *f = fopen("/sys/devices/system/cpu/online", "r");
+	if (f) {
+		int a, b;
+		char sep;
+		while (fscanf(f, "%d", &a) == 1) {
+			b = a;
+			int n = fscanf(f, "%c", &sep);
+			if (n == 1 && sep == '-') {
+				if (fscanf(f, "%d", &b) != 1)
+					break;
+				n = fscanf(f, "%c", &sep);
+			}
+			for (int c = a; c <= b; c++)
+				v.push_back(c);
+			if (n != 1 || sep != ',')
+				break;
+		}
+		fclose(f);
+	}
+	if (v.empty())
+		for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN); c++)
+			v.push_back((int)c);
+	return v;
+}
+
+std::string hex_chain(const std::vector<uint64_t> &ips, size_t max)
+{
+	std::ostringstream o;
+	o << "[" << ips.size() << ":";
+	for (size_t i = 0; i < ips.size() && i < max; i++)
+		o << " 0x" << std::hex << ips[i] << std::dec;
+	if (ips.size() > max)
+		o << " ...";
+	o << "]";
+	return o.str();
+}
+
+} // namespace session

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A deferred-callchain recording: sampling events (defer_callchain) and
+ * side-band receivers (defer_output), per task or one per CPU, drained
+ * through the shared reader into the shared cookie matcher.
+ */
+#pragma once
+
+#include <linux/perf_event.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "cookie_match.h"
+#include "perf_event.h"
+
+namespace session {
+
+/* TID, TIME, CPU, ID and the callchain: what most tests want. */
+constexpr uint64_t kSampleType = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID |
+				 PERF_SAMPLE_TIME | PERF_SAMPLE_ID |
+				 PERF_SAMPLE_CPU | PERF_SAMPLE_CALLCHAIN;
+
+struct Options {
+	uint32_t type = PERF_TYPE_SOFTWARE;
+	uint64_t config = PERF_COUNT_SW_CPU_CLOCK;
+	uint64_t period = 200000; /* ns for the clock events */
+	uint64_t sample_type = kSampleType;
+	bool sample_id_all = true;
+	bool defer_callchain = true;
+	bool defer_output = true;
+	bool exclude_kernel = false;
+	bool exclude_idle = false;
+	bool enable_on_exec = false;
+	bool disabled = true;
+	/* Sample times on CLOCK_MONOTONIC, comparable to now_ns(). */
+	bool monotonic = true;
+	size_t pages = 64;
+};
+
+/* The attr the options describe (size set, bits 38/39 as asked). */
+perf_event_attr make_attr(const Options &o);
+
+/* A side-band receiver: a dummy event with defer_output only. */
+Options sideband();
+
+class Session {
+public:
+	/* Each open returns 0 or -errno; on success the event is buffer
+	 * number events().size() - 1. cpu is stored for per-CPU events. */
+	int open(const Options &o, pid_t pid, int cpu);
+	/* One event per online CPU (pid = -1); returns 0 or the first error. */
+	int open_per_cpu(const Options &o);
+	void enable();
+	void disable();
+	/* Drain every buffer, keeping the records (records(i) below). */
+	void drain();
+	/* Feed everything drained so far to a matcher. */
+	bool match(perf::CookieMatcher *m, std::string *err) const;
+
+	size_t size() const { return events_.size(); }
+	perf::Event &event(size_t i) { return events_[i]; }
+	int cpu(size_t i) const { return cpus_[i]; }
+	uint64_t id(size_t i) const;
+	const std::vector<perf::Record> &records(size_t i) const
+	{
+		return records_[i];
+	}
+	uint64_t lost() const;
+
+	/* Every sample / deferred record of buffer i, parsed. */
+	std::vector<perf::Sample> samples(size_t i, std::string *err) const;
+	std::vector<perf::DeferredCallchain> deferred(size_t i,
+						      std::string *err) const;
+
+private:
+	std::vector<perf::Event> events_;
+	std::vector<int> cpus_;
+	std::vector<std::vector<perf::Record>> records_;
+};
+
+/* The online CPUs (/sys/devices/system/cpu/online). */
+std::vector<int> online_cpus();
+
+/* "[nr: 0x... 0x...]": a chain on one line, for messages. */
+std::string hex_chain(const std::vector<uint64_t> &ips, size_t max = 12);
+
+} // namespace session

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "workload.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace work {
+
+uint64_t now_ns()
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+pid_t gettid()
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+long read_zero(double seconds, size_t chunk)
+{
+	int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	std::vector<char> buf(chunk);
+	uint64_t until = now_ns() + (uint64_t)(seconds * 1e9);
+	long n = 0;
+	do {
+		if (read(fd, buf.data(), chunk) < 0) {
+			n = -errno;
+			break;
+		}
+		n++;
+	} while (now_ns() < until);
+	close(fd);
+	return n;
+}
+
+void spin_user(double seconds)
+{
+	uint64_t until = now_ns() + (uint64_t)(seconds * 1e9);
+	volatile uint64_t x = 0;
+	while (now_ns() < until)
+		for (int i = 0; i < 10000; i++)
+			x = x * 6364136223846793005ULL + 1;
+}
+
+void mixed(double seconds, size_t chunk)
+{
+	uint64_t until = now_ns() + (uint64_t)(seconds * 1e9);
+	do {
+		read_zero(0, chunk);
+		read_zero(0, chunk);
+		spin_user(0.002);
+	} while (now_ns() < until);
+}
+
+int pin(pid_t tid, int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(tid, sizeof(set), &set) ? -errno : 0;
+}
+
+int current_cpu()
+{
+	return sched_getcpu();
+}
+
+int Child::spawn(const std::vector<std::string> &argv)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	pid_ = fork();
+	if (pid_ < 0) {
+		int e = -errno;
+		close(p[0]);
+		close(p[1]);
+		return e;
+	}
+	if (pid_ == 0) {
+		char c;
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			_exit(125);
+		std::vector<char *> a;
+		for (const std::string &s : argv)
+			a.push_back(const_cast<char *>(s.c_str()));
+		a.push_back(nullptr);
+		execv(a[0], a.data());
+		_exit(127);
+	}
+	close(p[0]);
+	go_ = p[1];
+	return 0;
+}
+
+void Child::release()
+{
+	if (go_ >= 0) {
+		(void)!write(go_, "g", 1);
+		close(go_);
+		go_ = -1;
+	}
+}
+
+int Child::wait(double timeout)
+{
+	int st = -1;
+	if (pid_ <= 0 || reaped_)
+		return st;
+	release();
+	uint64_t until = now_ns() + (uint64_t)(timeout * 1e9);
+	for (;;) {
+		pid_t r = waitpid(pid_, &st, WNOHANG);
+		if (r == pid_) {
+			reaped_ = true;
+			return st;
+		}
+		if (r < 0)
+			return -1;
+		if (now_ns() > until) {
+			fprintf(stderr, "# child %d still running after %.0f s: "
+				"killed\n", pid_, timeout);
+			kill(pid_, SIGKILL);
+		}
+		usleep(10000);
+	}
+}
+
+Child::~Child()
+{
+	if (pid_ > 0 && !reaped_) {
+		kill(pid_, SIGKILL);
+		release();
+		waitpid(pid_, nullptr, 0);
+	}
+	if (go_ >= 0)
+		close(go_);
+}
+
+std::string helper_path(const std::string &name)
+{
+	char buf[4096];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	std::string dir = "/selftests";
+	if (n > 0) {
+		buf[n] = 0;
+		dir = buf;
+		dir = dir.substr(0, dir.rfind('/'));
+	}
+	return dir + "/" + name;
+}
+
+std::string read_file(const std::string &path)
+{
+	std::ifstream f(path);
+	std::stringstream s;
+	s << f.rdbuf();
+	return s.str();
+}
+
+bool write_file(const std::string &path, const std::string &text)
+{
+	int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool ok = write(fd, text.data(), text.size()) == (ssize_t)text.size();
+	close(fd);
+	return ok;
+}
+
+TaskInfo task_info(pid_t tid)
+{
+	TaskInfo t;
+	std::string s = read_file("/proc/" + std::to_string(tid) + "/stat");
+	/* pid (comm) state ppid pgrp session tty_nr tpgid flags ... */
+	size_t l = s.find('('), r = s.rfind(')');
+	if (l == std::string::npos || r == std::string::npos || r < l)
+		return t;
+	t.comm = s.substr(l + 1, r - l - 1);
+	std::istringstream in(s.substr(r + 1));
+	std::string f;
+	for (int i = 0; i < 7 && in >> f; i++) /* state .. flags */
+		;
+	if (in.fail())
+		return t;
+	t.flags = strtoul(f.c_str(), nullptr, 10);
+	t.ok = true;
+	return t;
+}
+
+namespace {
+
+std::vector<pid_t> numeric_dir(const std::string &path)
+{
+	std::vector<pid_t> out;
+	DIR *d = opendir(path.c_str());
+	if (!d)
+		return out;
+	while (dirent *e = readdir(d)) {
+		char *end;
+		long v = strtol(e->d_name, &end, 10);
+		if (*e->d_name && !*end)
+			out.push_back((pid_t)v);
+	}
+	closedir(d);
+	return out;
+}
+
+} // namespace
+
+std::vector<pid_t> threads_of(pid_t pid)
+{
+	return numeric_dir("/proc/" + std::to_string(pid) + "/task");
+}
+
+std::map<pid_t, TaskInfo> all_tasks()
+{
+	std::map<pid_t, TaskInfo> m;
+	for (pid_t p : numeric_dir("/proc"))
+		for (pid_t t : threads_of(p)) {
+			TaskInfo i = task_info(t);
+			if (i.ok)
+				m[t] = i;
+		}
+	return m;
+}
+
+long tracepoint_id(const std::string &name)
+{
+	for (const char *root : { "/sys/kernel/tracing/events/",
+				  "/sys/kernel/debug/tracing/events/" }) {
+		std::string s = read_file(root + name + "/id");
+		if (!s.empty())
+			return strtol(s.c_str(), nullptr, 10);
+	}
+	return -1;
+}
+
+void Kallsyms::load()
+{
+	std::ifstream f("/proc/kallsyms");
+	std::string line;
+	while (std::getline(f, line)) {
+		std::istringstream in(line);
+		std::string a, t, n;
+		if (!(in >> a >> t >> n))
+			continue;
+		if (t != "t" && t != "T")
+			continue;
+		uint64_t v = strtoull(a.c_str(), nullptr, 16);
+		if (v)
+			addrs_.emplace_back(v, n);
+	}
+	std::sort(addrs_.begin(), addrs_.end());
+}
+
+std::string Kallsyms::name(uint64_t addr) const
+{
+	auto it = std::upper_bound(
+		addrs_.begin(), addrs_.end(),
+		std::make_pair(addr, std::string("\xff")));
+	if (it == addrs_.begin())
+		return "?";
+	--it;
+	std::ostringstream o;
+	o << it->second << "+0x" << std::hex << addr - it->first;
+	return o.str();
+}
+
+} // namespace work

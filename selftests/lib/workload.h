@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the deferred-callchain tests run and sample: syscall-heavy loops,
+ * CPU pinning, children that exec a helper once an event is on them, and
+ * /proc and tracefs look-ups.
+ */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace work {
+
+/* CLOCK_MONOTONIC in ns: the clock session::Options::monotonic uses. */
+uint64_t now_ns();
+pid_t gettid();
+
+/*
+ * Read /dev/zero in chunk-byte reads for about seconds (at least once);
+ * returns the number of reads, or -errno. Every read is one kernel entry
+ * long enough to be sampled several times.
+ */
+long read_zero(double seconds, size_t chunk = 1 << 20);
+
+/* Burn CPU in user space for about seconds (no system calls but the
+ * clock's, which is the vDSO when there is one). */
+void spin_user(double seconds);
+/* Alternate read_zero() of a few chunks and short spin_user() bursts. */
+void mixed(double seconds, size_t chunk = 4 << 20);
+
+/* Pin the calling thread (0) or tid to one CPU; 0 or -errno. */
+int pin(pid_t tid, int cpu);
+/* The CPU the calling thread runs on now. */
+int current_cpu();
+
+/*
+ * A child forked and held before exec until release(): open the events on
+ * pid (enable_on_exec), then release() to exec argv.
+ */
+class Child {
+public:
+	/* Returns 0 or -errno; argv[0] is the program's path. */
+	int spawn(const std::vector<std::string> &argv);
+	void release();
+	/* waitpid(); returns the wait status, or -1. A child still running
+	 * after timeout seconds is killed (status: SIGKILL). */
+	int wait(double timeout = 20);
+	pid_t pid() const { return pid_; }
+	~Child();
+
+private:
+	pid_t pid_ = -1;
+	int go_ = -1;
+	bool reaped_ = false;
+};
+
+/* A helper program installed next to the running test (/selftests/). */
+std::string helper_path(const std::string &name);
+
+/* Text of a whole file ("" on error). */
+std::string read_file(const std::string &path);
+bool write_file(const std::string &path, const std::string &text);
+
+/* Task facts from /proc/<tid>/stat and comm. */
+struct TaskInfo {
+	bool ok = false;
+	std::string comm;
+	unsigned long flags = 0; /* PF_* */
+};
+TaskInfo task_info(pid_t tid);
+constexpr unsigned long kPfKthread = 0x00200000;
+constexpr unsigned long kPfUserWorker = 0x00004000;
+constexpr unsigned long kPfIoWorker = 0x00000010;
+/* Every tid of every process now on the system, with its facts. */
+std::map<pid_t, TaskInfo> all_tasks();
+/* The tids of process pid. */
+std::vector<pid_t> threads_of(pid_t pid);
+
+/* A tracepoint's id from tracefs ("syscalls/sys_enter_read"), or -1. */
+long tracepoint_id(const std::string &name);
+
+/* /proc/kallsyms, for printing kernel frames; empty when unreadable. */
+class Kallsyms {
+public:
+	void load();
+	std::string name(uint64_t addr) const; /* "func+0x12" or "?" */
+	bool empty() const { return addrs_.empty(); }
+
+private:
+	std::vector<std::pair<uint64_t, std::string>> addrs_;
+};
+
+} // namespace work

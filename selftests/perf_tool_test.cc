@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The perf tool end to end: /bin/perf (built from the tree under test)
+ * records /selftests/known_stack, whose time is spent in system calls made
+ * from ks_outer -> ks_middle -> ks_inner, with --call-graph fp,defer.
+ *
+ * On a kernel with deferred callchains, 'perf script' and 'perf report'
+ * must show merged stacks (the kernel frames, then ks_inner, ks_middle,
+ * ks_outer), and --no-merge-callchains must show the
+ * PERF_RECORD_CALLCHAIN_DEFERRED records on their own.  On a kernel
+ * without them, perf must fall back to classic frame pointer chains and
+ * still exit 0.  Everything skips when /bin/perf is not there.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "lib/features.h"
+
+namespace {
+
+/* $PERF_TOOL_TEST_PERF and $PERF_TOOL_TEST_HELPERS override, for host runs. */
+std::string env_or(const char *name, const char *def)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : def;
+}
+
+const std::string kPerfPath = env_or("PERF_TOOL_TEST_PERF", "/bin/perf");
+const std::string kHelpers = env_or("PERF_TOOL_TEST_HELPERS", "/selftests");
+const std::string kHelperPath = kHelpers + "/known_stack";
+const std::string kHelper32Path = kHelpers + "/known_stack_32";
+const char *const kPerf = kPerfPath.c_str();
+const char *const kHelper = kHelperPath.c_str();
+const char *const kHelper32 = kHelper32Path.c_str();
+
+#define SKIP_UNLESS_PERF()                                                  \
+	do {                                                                \
+		if (access(kPerf, X_OK) != 0)                               \
+			GTEST_SKIP() << kPerf << " missing: this image has " \
+					"no perf built from the tree";      \
+	} while (0)
+
+#define SKIP_UNLESS_HELPER(path)                                            \
+	do {                                                                \
+		if (access(path, X_OK) != 0)                                \
+			GTEST_SKIP() << path << " missing";                 \
+	} while (0)
+
+struct Result {
+	int status = -1; /* exit code, or -1 when it did not exit normally */
+	std::string out, err;
+};
+
+std::string slurp(const std::string &path)
+{
+	std::ifstream in(path);
+	std::stringstream ss;
+	ss << in.rdbuf();
+	return ss.str();
+}
+
+std::string tmpdir()
+{
+	static std::string dir;
+	if (dir.empty()) {
+		char tmpl[] = "/tmp/perf_tool_test.XXXXXX";
+		const char *d = mkdtemp(tmpl);
+		dir = d ? d : "/tmp";
+	}
+	return dir;
+}
+
+/* Run argv without a shell; stdout and stderr are captured. */
+Result run(const std::vector<std::string> &argv)
+{
+	Result r;
+	std::string out = tmpdir() + "/stdout", err = tmpdir() + "/stderr";
+	pid_t pid = fork();
+	if (pid == 0) {
+		int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (o < 0 || e < 0)
+			_exit(126);
+		dup2(o, 1);
+		dup2(e, 2);
+		std::vector<char *> args;
+		for (const auto &a : argv)
+			args.push_back(const_cast<char *>(a.c_str()));
+		args.push_back(nullptr);
+		execv(args[0], args.data());
+		_exit(127);
+	}
+	int status;
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return r;
+	r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	r.out = slurp(out);
+	r.err = slurp(err);
+	return r;
+}
+
+std::string describe(const std::vector<std::string> &argv, const Result &r)
+{
+	std::string s;
+	for (const auto &a : argv)
+		s += a + " ";
+	s += "-> exit " + std::to_string(r.status) + "\nstderr:\n" +
+	     r.err.substr(0, 2000);
+	return s;
+}
+
+struct Frame {
+	uint64_t addr = 0;
+	std::string sym, dso;
+	/* A kernel address resolved to the kernel or a module. */
+	bool kernel() const
+	{
+		return addr >= 0x8000000000000000ull &&
+		       dso.find("[unknown]") == std::string::npos;
+	}
+};
+
+struct Sample {
+	std::string header;
+	std::vector<Frame> frames;
+};
+
+/* perf script output, one sample (header line, frame lines) per block. */
+std::vector<Sample> parse_script(const std::string &text)
+{
+	std::vector<Sample> samples;
+	std::istringstream in(text);
+	std::string line;
+	Sample cur;
+	bool open = false;
+	while (std::getline(in, line)) {
+		if (line.empty()) {
+			if (open)
+				samples.push_back(cur);
+			open = false;
+			continue;
+		}
+		if (line[0] != '\t' && line[0] != ' ') {
+			if (open)
+				samples.push_back(cur);
+			cur = Sample{line, {}};
+			open = true;
+			continue;
+		}
+		if (!open)
+			continue;
+		std::istringstream ls(line);
+		std::string addr;
+		Frame f;
+		ls >> addr >> f.sym;
+		std::getline(ls, f.dso);
+		f.addr = strtoull(addr.c_str(), nullptr, 16);
+		cur.frames.push_back(f);
+	}
+	if (open)
+		samples.push_back(cur);
+	return samples;
+}
+
+int find(const Sample &s, const std::string &sym, int from)
+{
+	for (size_t i = from; i < s.frames.size(); i++)
+		if (s.frames[i].sym == sym)
+			return i;
+	return -1;
+}
+
+/* The user frames hold ks_inner, ks_middle, ks_outer in this order. */
+bool has_known_user_stack(const Sample &s)
+{
+	int i = find(s, "ks_inner", 0);
+	int m = i < 0 ? -1 : find(s, "ks_middle", i + 1);
+	int o = m < 0 ? -1 : find(s, "ks_outer", m + 1);
+	return i >= 0 && m > i && o > m && !s.frames[i].kernel();
+}
+
+/* Kernel frames first, then user frames only, with the known stack. */
+bool is_merged_stack(const Sample &s)
+{
+	size_t u = 0;
+	while (u < s.frames.size() && s.frames[u].kernel())
+		u++;
+	if (u == 0 || u == s.frames.size())
+		return false;
+	for (size_t i = u; i < s.frames.size(); i++)
+		if (s.frames[i].kernel())
+			return false;
+	return has_known_user_stack(s);
+}
+
+void print_sample(const Sample &s)
+{
+	printf("# %s\n", s.header.c_str());
+	for (const auto &f : s.frames)
+		printf("#   %16llx %s%s\n", (unsigned long long)f.addr,
+		       f.sym.c_str(), f.dso.c_str());
+}
+
+std::string record(const char *helper, const char *tag, Result *rec)
+{
+	std::string data = tmpdir() + "/" + tag + ".data";
+	std::vector<std::string> argv = {kPerf, "record", "-N",
+		"-e", "cpu-clock", "-F", "1000", "--call-graph", "fp,defer",
+		"-o", data, "--", helper};
+	*rec = run(argv);
+	EXPECT_EQ(rec->status, 0) << describe(argv, *rec);
+	return data;
+}
+
+std::vector<Sample> script(const std::string &data, bool merge, Result *res,
+			   const char *helper = kHelper)
+{
+	std::string comm = strrchr(helper, '/') ? strrchr(helper, '/') + 1 : helper;
+	std::vector<std::string> argv = {kPerf, "script", "-i", data,
+		"-F", "comm,tid,event,ip,sym,dso", "--comm", comm};
+	if (!merge)
+		argv.push_back("--no-merge-callchains");
+	*res = run(argv);
+	EXPECT_EQ(res->status, 0) << describe(argv, *res);
+	return parse_script(res->out);
+}
+
+void expect_merged_script(const char *helper, const char *tag)
+{
+	Result rec, res;
+	std::string data = record(helper, tag, &rec);
+	if (::testing::Test::HasFailure())
+		return;
+	EXPECT_EQ(rec.err.find("falling back"), std::string::npos)
+		<< "perf fell back on a kernel with defer_callchain:\n" << rec.err;
+
+	auto samples = script(data, true, &res, helper);
+	int merged = 0, kernel_only = 0;
+	const Sample *first = nullptr;
+	for (const auto &s : samples) {
+		if (s.header.find("PERF_RECORD_CALLCHAIN_DEFERRED") != std::string::npos)
+			ADD_FAILURE() << "deferred record shown while merging: " << s.header;
+		if (is_merged_stack(s)) {
+			merged++;
+			if (!first)
+				first = &s;
+		} else if (!s.frames.empty() && s.frames.back().kernel()) {
+			kernel_only++;
+		}
+	}
+	printf("# %s: %zu samples, %d merged kernel+user stacks, %d kernel only\n",
+	       tag, samples.size(), merged, kernel_only);
+	ASSERT_NE(first, nullptr)
+		<< "no sample with kernel frames followed by ks_inner, ks_middle, "
+		   "ks_outer; perf script said:\n" << res.out.substr(0, 3000)
+		<< res.err;
+	print_sample(*first);
+	/* Most samples are in the kernel under ks_inner: most must merge. */
+	EXPECT_GE(merged, kernel_only) << res.err;
+}
+
+TEST(PerfTool, ScriptMergesDeferredUserStacks)
+{
+	SKIP_UNLESS_PERF();
+	SKIP_UNLESS_HELPER(kHelper);
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	expect_merged_script(kHelper, "merge64");
+}
+
+TEST(PerfTool, ScriptMergesDeferredUserStacksCompat32)
+{
+	SKIP_UNLESS_PERF();
+	SKIP_UNLESS_HELPER(kHelper32);
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	expect_merged_script(kHelper32, "merge32");
+}
+
+TEST(PerfTool, NoMergeShowsDeferredRecords)
+{
+	SKIP_UNLESS_PERF();
+	SKIP_UNLESS_HELPER(kHelper);
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+
+	Result rec, res;
+	std::string data = record(kHelper, "nomerge", &rec);
+	if (::testing::Test::HasFailure())
+		return;
+	auto samples = script(data, false, &res);
+	int records = 0, known = 0, kernel_samples = 0, user_in_samples = 0;
+	const Sample *first = nullptr;
+	for (const auto &s : samples) {
+		if (s.header.find("PERF_RECORD_CALLCHAIN_DEFERRED") != std::string::npos) {
+			records++;
+			for (const auto &f : s.frames)
+				EXPECT_LT(f.addr, 0x8000000000000000ull)
+					<< "kernel address in a deferred record: "
+					<< f.sym;
+			if (has_known_user_stack(s)) {
+				known++;
+				if (!first)
+					first = &s;
+			}
+			continue;
+		}
+		if (!s.frames.empty() && s.frames[0].kernel()) {
+			kernel_samples++;
+			for (const auto &f : s.frames)
+				if (!f.kernel())
+					user_in_samples++;
+		}
+	}
+	printf("# %d deferred records (%d with ks_inner/ks_middle/ks_outer), "
+	       "%d kernel samples\n", records, known, kernel_samples);
+	ASSERT_NE(first, nullptr) << "no PERF_RECORD_CALLCHAIN_DEFERRED with the "
+				     "known stack:\n" << res.out.substr(0, 3000);
+	print_sample(*first);
+	EXPECT_GT(kernel_samples, 0);
+	/* Unmerged, the samples themselves have no user frames. */
+	EXPECT_EQ(user_in_samples, 0);
+}
+
+TEST(PerfTool, ReportShowsMergedCallGraph)
+{
+	SKIP_UNLESS_PERF();
+	SKIP_UNLESS_HELPER(kHelper);
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+
+	Result rec;
+	std::string data = record(kHelper, "report", &rec);
+	if (::testing::Test::HasFailure())
+		return;
+	std::vector<std::string> argv = {kPerf, "report", "-i", data,
+		"--stdio", "--no-children", "-g", "graph,0,callee",
+		"--comm", "known_stack"};
+	Result res = run(argv);
+	ASSERT_EQ(res.status, 0) << describe(argv, res);
+
+	/* Entries are "NN.NN% comm dso [k] sym" followed by their graph. */
+	std::istringstream in(res.out);
+	std::string line;
+	std::vector<std::vector<std::string>> blocks;
+	bool in_kernel_entry = false;
+	while (std::getline(in, line)) {
+		/* --comm drops the comm column: "NN.NN%  dso  [k] sym" */
+		if (line.find('%') != std::string::npos && line[0] != '#' &&
+		    line.find("--") == std::string::npos &&
+		    (line.find("[k]") != std::string::npos ||
+		     line.find("[.]") != std::string::npos)) {
+			in_kernel_entry = line.find("[k]") != std::string::npos;
+			if (in_kernel_entry)
+				blocks.push_back({line});
+			continue;
+		}
+		if (in_kernel_entry && !line.empty() && line[0] != '#')
+			blocks.back().push_back(line);
+	}
+	const std::vector<std::string> *good = nullptr;
+	for (const auto &b : blocks) {
+		size_t i = 0;
+		for (const char *want : {"ks_inner", "ks_middle", "ks_outer"}) {
+			while (i < b.size() && b[i].find(want) == std::string::npos)
+				i++;
+		}
+		if (i < b.size()) {
+			good = &b;
+			break;
+		}
+	}
+	printf("# %zu kernel entries in perf report\n", blocks.size());
+	ASSERT_NE(good, nullptr) << "no kernel entry whose call graph goes on "
+				    "to ks_inner, ks_middle, ks_outer:\n"
+				 << res.out.substr(0, 4000);
+	for (size_t i = 0; i < good->size() && i < 30; i++)
+		printf("# %s\n", (*good)[i].c_str());
+}
+
+TEST(PerfTool, FallsBackWithoutKernelSupport)
+{
+	SKIP_UNLESS_PERF();
+	SKIP_UNLESS_HELPER(kHelper);
+	std::string why;
+	if (features::defer_callchain(&why))
+		GTEST_SKIP() << "kernel has defer_callchain, no fallback to test ("
+			     << why << ")";
+
+	Result rec, res;
+	std::string data = tmpdir() + "/fallback.data";
+	std::vector<std::string> argv = {kPerf, "record", "-N",
+		"-e", "cpu-clock", "-F", "1000", "--call-graph", "fp,defer",
+		"-o", data, "--", kHelper};
+	rec = run(argv);
+	ASSERT_EQ(rec.status, 0) << describe(argv, rec);
+	EXPECT_NE(rec.err.find("does not support deferred callchains"),
+		  std::string::npos) << "no fallback message:\n" << rec.err;
+
+	auto samples = script(data, true, &res);
+	int classic = 0;
+	const Sample *first = nullptr;
+	for (const auto &s : samples) {
+		if (is_merged_stack(s)) {
+			classic++;
+			if (!first)
+				first = &s;
+		}
+	}
+	printf("# fallback (%s): %zu samples, %d kernel+user stacks\n",
+	       why.c_str(), samples.size(), classic);
+	ASSERT_NE(first, nullptr) << "no classic kernel+user stack with "
+				     "ks_inner, ks_middle, ks_outer:\n"
+				  << res.out.substr(0, 3000);
+	print_sample(*first);
+	EXPECT_EQ(res.err.find("without a deferred callchain"), std::string::npos)
+		<< res.err;
+}
+
+} // namespace
