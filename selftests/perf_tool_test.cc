@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -394,6 +395,16 @@ TEST(PerfTool, FallsBackWithoutKernelSupport)
 	if (features::defer_callchain(&why))
 		GTEST_SKIP() << "kernel has defer_callchain, no fallback to test ("
 			     << why << ")";
+	{
+		/* A perf built from a tree without the series has no fallback. */
+		std::ifstream bin(kPerfPath, std::ios::binary);
+		std::string all((std::istreambuf_iterator<char>(bin)),
+				std::istreambuf_iterator<char>());
+		if (all.find("does not support deferred callchains") ==
+		    std::string::npos)
+			GTEST_SKIP() << kPerf << " was built without deferred "
+					"callchain support (tree lacks the series)";
+	}
 
 	Result rec, res;
 	std::string data = tmpdir() + "/fallback.data";
