@@ -24,7 +24,10 @@ endif
 # against different trees never share a file.
 OUT        := $(BUILD)/out/$(TREE_ID)
 KOBJ       := $(OUT)/kobj-$(CONFIG)
-FRAGMENTS  := qemu/config/base.config qemu/config/feature.config
+# kunit/feature.config holds the options the series adds: on a tree that
+# does not define them they are left out (ci/kconfig.py --series).
+FRAGMENTS  := qemu/config/base.config qemu/config/feature.config \
+	      --series kunit/feature.config
 ifeq ($(CONFIG),debug)
 FRAGMENTS  += qemu/config/debug.config
 VM_TIMEOUT ?= 1500

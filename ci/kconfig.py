@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """Make a guest .config from fragments and check that every option survived.
 
-usage: kconfig.py --src KERNEL --out OBJDIR FRAGMENT...
+usage: kconfig.py --src KERNEL --out OBJDIR [--series FRAGMENT]... FRAGMENT...
 
 The config is tinyconfig plus the fragments (later fragments win), resolved
 by Kconfig in one allnoconfig pass. Kconfig silently drops an option whose
 dependencies are not met, so afterwards every requested option is looked up
 in the final .config; any that did not survive is named and the exit code
-is 2. OBJDIR/.config is replaced only when its content changes, so kbuild
+is 2. A --series fragment holds options that the patch series adds: an
+option there that the tree's Kconfig does not define (an unpatched tree)
+is left out with a note instead of failing, so the same guest config
+serves the base kernel, ours, and an upstream kernel that has only some
+of the symbols. An option the tree defines is verified like any other.
+OBJDIR/.config is replaced only when its content changes, so kbuild
 stays incremental.
 """
 import argparse
@@ -18,6 +23,7 @@ import sys
 
 TINY = ["kernel/configs/tiny-base.config", "kernel/configs/tiny.config",
         "arch/x86/configs/tiny.config"]
+SYMBOL = re.compile(r"^\s*(?:menu)?config\s+(\w+)\s*$")
 SET = re.compile(r"^(CONFIG_\w+)=(.*)$")
 UNSET = re.compile(r"^# (CONFIG_\w+) is not set$")
 
@@ -35,6 +41,21 @@ def parse(lines):
         if m:
             opts[m.group(1)] = "n"
     return opts
+
+
+def defined_symbols(src):
+    """Every CONFIG_ name some Kconfig file of the tree defines."""
+    names = set()
+    for top, dirs, files in os.walk(src):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for f in files:
+            if f.startswith("Kconfig"):
+                with open(os.path.join(top, f), errors="replace") as fh:
+                    for line in fh:
+                        m = SYMBOL.match(line)
+                        if m:
+                            names.add("CONFIG_" + m.group(1))
+    return names
 
 
 def missing(requested, final):
@@ -61,8 +82,15 @@ def main(argv=None):
     ap.add_argument("--src", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--make", default="make")
+    ap.add_argument("--series", action="append", default=[],
+                    help="fragment of options the series adds (see above)")
     ap.add_argument("fragments", nargs="+")
     a = ap.parse_args(argv)
+
+    for f in a.fragments + a.series:
+        if not os.path.exists(f):
+            print(f"error: config fragment {f} not found", file=sys.stderr)
+            return 2
 
     text = []
     for f in TINY:
@@ -71,12 +99,22 @@ def main(argv=None):
             text += open(path).read().splitlines()
     requested = {}
     for f in a.fragments:
-        if not os.path.exists(f):
-            print(f"error: config fragment {f} not found", file=sys.stderr)
-            return 2
         lines = open(f).read().splitlines()
         text += lines
         requested.update(parse(lines))
+    if a.series:
+        known = defined_symbols(a.src)
+        for f in a.series:
+            opts = parse(open(f).read().splitlines())
+            absent = sorted(n for n in opts if n not in known)
+            if absent:
+                print(f"kconfig: {a.src} does not define {', '.join(absent)}"
+                      f" (from {f}): left out")
+            for name, val in opts.items():
+                if name in known:
+                    requested[name] = val
+                    text.append(f"{name}={val}" if val != "n"
+                                else f"# {name} is not set")
 
     os.makedirs(a.out, exist_ok=True)
     allconfig = os.path.join(a.out, "vmtest.allconfig")
