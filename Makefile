@@ -45,7 +45,7 @@ PERF_OUT   := $(OUT)/perf
 RUN_DIR    := $(OUT)/vmtest-$(CONFIG)
 
 .PHONY: help deps tree apply export kernel selftests perf initramfs vmtest \
-	vmtest-debug test checkpatch apply-fresh check kunit clean
+	vmtest-debug test checkpatch apply-fresh bisect-build check kunit clean
 
 help: ## list the targets
 	@echo "usage: make TARGET [KERNEL=DIR] [CONFIG=normal|debug] [FILTER=gtest-filter]"
@@ -94,6 +94,9 @@ checkpatch: $(TREE_DEP) ## scripts/checkpatch.pl --strict over every patch
 
 apply-fresh: $(TREE_DEP) ## prove patches/ applies to a fresh, unpatched base
 	@bash ci/apply-fresh.sh
+
+bisect-build: $(TREE_DEP) ## build every commit of the series in turn (kernel, perf)
+	@bash ci/bisect-build.sh "$(KSRC)" $(FRAGMENTS)
 
 check: ## everything CI runs: deps, harness tests, apply, checkpatch, vmtest x2
 	@bash ci/check.sh

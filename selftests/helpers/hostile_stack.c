@@ -96,7 +96,8 @@ static uintptr_t unmapped_above_stack(void)
 	}
 	if (!stack_end)
 		return 0;
-	for (a = stack_end; a > stack_end - 1 && a < stack_end + (64 << 20);
+	/* Written so that it cannot wrap: 32-bit stacks end near 4GB. */
+	for (a = stack_end; a >= stack_end && a - stack_end < (64ul << 20);
 	     a += 4096) {
 		for (i = 0; i < n; i++)
 			if (a >= lo[i] && a < hi[i])

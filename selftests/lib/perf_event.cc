@@ -208,7 +208,7 @@ Event::~Event()
 
 Event::Event(Event &&o) noexcept
 	: fd_(o.fd_), attr_(o.attr_), base_(o.base_), map_len_(o.map_len_),
-	  data_len_(o.data_len_), lost_(o.lost_)
+	  data_len_(o.data_len_), lost_(o.lost_), kernel_lost_(o.kernel_lost_)
 {
 	o.fd_ = -1;
 	o.base_ = nullptr;
@@ -219,6 +219,9 @@ int Event::open(const perf_event_attr &attr, pid_t pid, int cpu,
 {
 	attr_ = attr;
 	attr_.size = sizeof(attr_);
+	/* Only the count and the lost samples: see lost(). */
+	if (!attr_.read_format)
+		attr_.read_format = PERF_FORMAT_LOST;
 	fd_ = open_event(&attr_, pid, cpu);
 	if (fd_ < 0) {
 		int e = fd_;
@@ -279,6 +282,11 @@ std::vector<Record> Event::drain()
 		out.push_back(std::move(r));
 	}
 	__atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+	if (attr_.read_format == PERF_FORMAT_LOST) {
+		uint64_t v[2];
+		if (read(fd_, v, sizeof(v)) == (ssize_t)sizeof(v))
+			kernel_lost_ = v[1];
+	}
 	return out;
 }
 

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <algorithm>
+
 #include <string>
 #include <vector>
 
@@ -81,15 +83,25 @@ public:
 	void disable();
 	/* Copy every record out of the buffer and release the space. */
 	std::vector<Record> drain();
-	/* Records lost by the kernel (PERF_RECORD_LOST), summed by drain(). */
-	uint64_t lost() const { return lost_; }
+	/*
+	 * Records the kernel dropped because this buffer was full. A
+	 * PERF_RECORD_LOST only reports them once a later record fits, so
+	 * drain() also reads the event's own count (PERF_FORMAT_LOST),
+	 * which covers drops at the very end of a run as well.
+	 */
+	uint64_t lost() const { return std::max(lost_, kernel_lost_); }
+	/* The part of lost() no PERF_RECORD_LOST has reported. */
+	uint64_t unreported_lost() const
+	{
+		return kernel_lost_ > lost_ ? kernel_lost_ - lost_ : 0;
+	}
 
 private:
 	int fd_ = -1;
 	perf_event_attr attr_{};
 	void *base_ = nullptr;
 	size_t map_len_ = 0, data_len_ = 0;
-	uint64_t lost_ = 0;
+	uint64_t lost_ = 0, kernel_lost_ = 0;
 };
 
 } // namespace perf

@@ -25,6 +25,8 @@ perf_event_attr make_attr(const Options &o)
 	a.disabled = o.disabled;
 	a.enable_on_exec = o.enable_on_exec;
 	a.exclude_kernel = o.exclude_kernel;
+	/* Unprivileged callers need both (EACCES otherwise since 6.x). */
+	a.exclude_callchain_kernel = o.exclude_kernel;
 	a.exclude_idle = o.exclude_idle;
 	if (o.monotonic) {
 		a.use_clockid = 1;
@@ -96,7 +98,9 @@ bool Session::match(perf::CookieMatcher *m, std::string *err) const
 				   events_[i].attr().sample_type,
 				   events_[i].attr().sample_id_all, err))
 			return false;
-	/* PERF_RECORD_LOST is counted by add_buffer from the records. */
+	/* add_buffer counted PERF_RECORD_LOST; add what none reported. */
+	for (const auto &e : events_)
+		m->add_lost(e.unreported_lost());
 	return true;
 }
 

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# usage: bisect-build.sh KERNEL_SRC FRAGMENT...
+#
+# Prove the series is bisectable: check out every commit of KERNEL_SRC
+# since the base, one after the other, in a detached worktree
+# (build/bisect) and build it incrementally: the guest kernel (normal
+# config, the series' options as far as that commit defines them) when
+# the commit touches anything outside tools/, and static perf when it
+# touches tools/. Stops at the first commit that does not build and names
+# it. The user's tree is not touched.
+. "$(dirname "$0")/lib.sh"
+
+[ $# -ge 2 ] || die "usage: bisect-build.sh KERNEL_SRC FRAGMENT..."
+src=$(realpath "$1")
+shift
+git -C "$src" rev-parse -q --verify "$BASE_TAG^{commit}" >/dev/null ||
+	die "$src has no $BASE_TAG tag: run 'make tree'"
+mapfile -t commits < <(git -C "$src" rev-list --reverse "$BASE_TAG..HEAD")
+[ "${#commits[@]}" -gt 0 ] || die "$src has no commits after $BASE_TAG"
+
+cd "$ROOT"
+wt=$BUILD/bisect
+out=$BUILD/out/bisect
+mkdir -p "$out"
+git -C "$src" worktree remove --force "$wt" 2>/dev/null || rm -rf "$wt"
+git -C "$src" worktree prune
+git -C "$src" worktree add -q --detach "$wt" "${commits[0]}"
+trap 'git -C "$src" worktree remove --force "$wt" 2>/dev/null' EXIT
+
+t_all=$SECONDS
+i=0
+for c in "${commits[@]}"; do
+	i=$((i + 1))
+	subject=$(git -C "$src" log -1 --format=%s "$c")
+	files=$(git -C "$src" diff-tree --no-commit-id --name-only -r "$c")
+	git -C "$wt" checkout -q --detach "$c"
+	t0=$SECONDS
+	what=
+	if grep -qv '^tools/' <<<"$files"; then
+		"$ROOT/ci/build-kernel.sh" "$wt" "$out/kobj" "$@" >"$out/kernel.log" 2>&1 || {
+			tail -30 "$out/kernel.log" >&2
+			die "[$i/${#commits[@]}] kernel does not build at: $subject"
+		}
+		what="kernel"
+	fi
+	if grep -q '^tools/' <<<"$files"; then
+		"$ROOT/ci/build-perf.sh" "$wt" "$out/perf" >"$out/perf.log" 2>&1 || {
+			tail -30 "$out/perf.log" >&2
+			die "[$i/${#commits[@]}] perf does not build at: $subject"
+		}
+		what="${what:+$what + }perf"
+	fi
+	printf '[%2d/%d] %-6s builds (%s, %d s)\n' "$i" "${#commits[@]}" \
+		"${c:0:12}" "$what" $((SECONDS - t0))
+	printf '        %s\n' "$subject"
+done
+log "all ${#commits[@]} commits build, in $((SECONDS - t_all)) s"

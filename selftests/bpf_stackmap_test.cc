@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * get_perf_callchain()'s other caller: the BPF stack trace map. The series
+ * changes how get_perf_callchain() decides whether to walk the user stack
+ * (by the task, not by the registers), so a BPF program attached to a
+ * cpu-clock event on this thread must still get, through
+ * bpf_get_stackid(), the same user stacks (this test's own recursion) and
+ * kernel stacks as on the unpatched kernel. Not a feature test: it runs,
+ * and must pass, on every kernel, patched or not.
+ *
+ * The program is hand-assembled (no libbpf in the guest):
+ *	r6 = r1
+ *	bpf_get_stackid(r6, map, BPF_F_USER_STACK)
+ *	bpf_get_stackid(r6, map, 0)
+ *	return 0
+ * and the event has no PERF_SAMPLE_CALLCHAIN, so the helper calls
+ * get_perf_callchain() itself instead of reusing the sample's chain.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <linux/bpf.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "lib/perf_event.h"
+#include "lib/symbols.h"
+
+namespace {
+
+constexpr int kDepth = 6;
+constexpr int kMaxDepth = 127; /* sysctl_perf_event_max_stack's default */
+constexpr uint64_t kKernelStart = 0xffff800000000000ULL;
+
+long sys_bpf(int cmd, bpf_attr *attr)
+{
+	return syscall(__NR_bpf, cmd, attr, sizeof(*attr));
+}
+
+double now()
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+extern "C" __attribute__((noinline)) int stackmap_leaf(int fd, double until)
+{
+	static char buf[256 << 10];
+	int reads = 0;
+	while (now() < until) {
+		if (read(fd, buf, sizeof(buf)) <= 0)
+			return -1;
+		reads++;
+	}
+	return reads;
+}
+
+extern "C" __attribute__((noinline)) int stackmap_recurse(int n, int fd,
+							  double until)
+{
+	if (n == 0)
+		return stackmap_leaf(fd, until);
+	int r = stackmap_recurse(n - 1, fd, until);
+	asm volatile("" ::: "memory"); /* no tail call */
+	return r;
+}
+
+bpf_insn insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
+{
+	bpf_insn i{};
+	i.code = code;
+	i.dst_reg = dst;
+	i.src_reg = src;
+	i.off = off;
+	i.imm = imm;
+	return i;
+}
+
+std::vector<bpf_insn> program(int map_fd)
+{
+	const uint8_t mov_reg = BPF_ALU64 | BPF_MOV | BPF_X;
+	const uint8_t mov_imm = BPF_ALU64 | BPF_MOV | BPF_K;
+	const uint8_t call = BPF_JMP | BPF_CALL;
+	std::vector<bpf_insn> p;
+	p.push_back(insn(mov_reg, BPF_REG_6, BPF_REG_1, 0, 0));
+	for (int32_t flags : { (int32_t)BPF_F_USER_STACK, 0 }) {
+		p.push_back(insn(mov_reg, BPF_REG_1, BPF_REG_6, 0, 0));
+		/* 64-bit immediate load of the map: two instructions. */
+		p.push_back(insn(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_2,
+				 BPF_PSEUDO_MAP_FD, 0, map_fd));
+		p.push_back(insn(0, 0, 0, 0, 0));
+		p.push_back(insn(mov_imm, BPF_REG_3, 0, 0, flags));
+		p.push_back(insn(call, 0, 0, 0, BPF_FUNC_get_stackid));
+	}
+	p.push_back(insn(mov_imm, BPF_REG_0, 0, 0, 0));
+	p.push_back(insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0));
+	return p;
+}
+
+/* Every stack stored in the map, as its non-zero entries. */
+std::vector<std::vector<uint64_t>> dump_stacks(int map_fd)
+{
+	std::vector<std::vector<uint64_t>> out;
+	uint32_t key = 0, next;
+	bool first = true;
+	for (;;) {
+		bpf_attr a{};
+		a.map_fd = map_fd;
+		a.key = first ? 0 : (uint64_t)(uintptr_t)&key;
+		a.next_key = (uint64_t)(uintptr_t)&next;
+		if (sys_bpf(BPF_MAP_GET_NEXT_KEY, &a))
+			break;
+		first = false;
+		key = next;
+		std::vector<uint64_t> ips(kMaxDepth);
+		bpf_attr l{};
+		l.map_fd = map_fd;
+		l.key = (uint64_t)(uintptr_t)&key;
+		l.value = (uint64_t)(uintptr_t)ips.data();
+		if (sys_bpf(BPF_MAP_LOOKUP_ELEM, &l))
+			continue;
+		while (!ips.empty() && ips.back() == 0)
+			ips.pop_back();
+		out.push_back(ips);
+	}
+	return out;
+}
+
+int longest_run(const std::vector<uint64_t> &ips, const syms::Symbol &sym)
+{
+	int best = 0, run = 0;
+	for (uint64_t ip : ips) {
+		run = sym.contains(ip) ? run + 1 : 0;
+		best = std::max(best, run);
+	}
+	return best;
+}
+
+TEST(BpfStackmap, UserAndKernelStacksFromGetStackid)
+{
+	std::string err;
+	auto symbols = syms::load("/proc/self/exe", &err);
+	ASSERT_FALSE(symbols.empty()) << err;
+	const syms::Symbol *rec = syms::find(symbols, "stackmap_recurse");
+	ASSERT_NE(rec, nullptr) << "stackmap_recurse not in the symbol table";
+
+	bpf_attr m{};
+	m.map_type = BPF_MAP_TYPE_STACK_TRACE;
+	m.key_size = sizeof(uint32_t);
+	m.value_size = kMaxDepth * sizeof(uint64_t);
+	m.max_entries = 1024;
+	int map_fd = sys_bpf(BPF_MAP_CREATE, &m);
+	if (map_fd < 0 && (errno == ENOSYS || errno == EPERM))
+		GTEST_SKIP() << "no BPF here (CONFIG_BPF_SYSCALL, root): "
+			     << strerror(errno);
+	ASSERT_GE(map_fd, 0) << "BPF_MAP_CREATE(stack trace): "
+			     << strerror(errno);
+
+	std::vector<bpf_insn> prog = program(map_fd);
+	static char log[64 << 10];
+	bpf_attr p{};
+	p.prog_type = BPF_PROG_TYPE_PERF_EVENT;
+	p.insns = (uint64_t)(uintptr_t)prog.data();
+	p.insn_cnt = prog.size();
+	p.license = (uint64_t)(uintptr_t)"GPL";
+	p.log_buf = (uint64_t)(uintptr_t)log;
+	p.log_size = sizeof(log);
+	p.log_level = 1;
+	int prog_fd = sys_bpf(BPF_PROG_LOAD, &p);
+	/* An unknown program type is refused before the verifier runs. */
+	if (prog_fd < 0 && errno == EINVAL && !log[0])
+		GTEST_SKIP() << "no perf_event BPF programs in this kernel "
+				"(CONFIG_BPF_EVENTS)";
+	ASSERT_GE(prog_fd, 0) << "BPF_PROG_LOAD(perf_event program): "
+			      << strerror(errno)
+			      << " (needs CONFIG_BPF_EVENTS); verifier: " << log;
+
+	perf_event_attr attr{};
+	attr.type = PERF_TYPE_SOFTWARE;
+	attr.config = PERF_COUNT_SW_CPU_CLOCK;
+	attr.sample_period = 200000; /* ns */
+	attr.sample_type = PERF_SAMPLE_IP;
+	attr.disabled = 1;
+	perf::Event ev;
+	int r = ev.open(attr, 0, -1, 16);
+	ASSERT_EQ(r, 0) << "perf_event_open(cpu-clock): " << strerror(-r);
+	ASSERT_EQ(ioctl(ev.fd(), PERF_EVENT_IOC_SET_BPF, prog_fd), 0)
+		<< "PERF_EVENT_IOC_SET_BPF: " << strerror(errno);
+
+	int fd = open("/dev/zero", O_RDONLY);
+	ASSERT_GE(fd, 0) << "open /dev/zero: " << strerror(errno);
+	ev.enable();
+	ASSERT_GT(stackmap_recurse(kDepth, fd, now() + 1.0), 0);
+	ev.disable();
+	close(fd);
+
+	int user = 0, kernel = 0, mixed = 0, with_recursion = 0, deepest = 0;
+	auto stacks = dump_stacks(map_fd);
+	for (const auto &ips : stacks) {
+		if (ips.empty())
+			continue;
+		int k = 0;
+		for (uint64_t ip : ips)
+			k += ip >= kKernelStart;
+		if (k == (int)ips.size()) {
+			kernel++;
+			continue;
+		}
+		if (k) {
+			mixed++;
+			continue;
+		}
+		user++;
+		int run = longest_run(ips, *rec);
+		deepest = std::max(deepest, run);
+		with_recursion += run >= kDepth;
+	}
+	printf("# stacks in the map %zu: user %d (with >= %d frames of "
+	       "stackmap_recurse %d, deepest run %d), kernel %d, mixed %d\n",
+	       stacks.size(), user, kDepth, with_recursion, deepest, kernel,
+	       mixed);
+	EXPECT_GT(kernel, 0) << "no kernel stack from bpf_get_stackid(0)";
+	EXPECT_GT(with_recursion, 0)
+		<< "no user stack from bpf_get_stackid(BPF_F_USER_STACK) "
+		   "holding " << kDepth << " return addresses in stackmap_recurse";
+	EXPECT_EQ(mixed, 0) << "stacks mixing user and kernel addresses";
+	close(prog_fd);
+	close(map_fd);
+}
+
+} // namespace
