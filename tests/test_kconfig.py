@@ -43,3 +43,15 @@ def test_base_fragment_keeps_acpi_for_smp():
     lines = open(os.path.join(QEMU_CONFIG, "base.config")).read().splitlines()
     opts = kconfig.parse(lines)
     assert opts["CONFIG_ACPI"] == "y" and opts["CONFIG_SMP"] == "y"
+
+
+def test_defined_symbols_reads_config_and_menuconfig(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "Kconfig").write_text(
+        "config FOO\n\tbool \"foo\"\nmenuconfig BAR\n\tbool\n"
+        "\t# config NOT_A_SYMBOL in a comment\n")
+    (tmp_path / "sub" / "Kconfig.debug").write_text("  config BAZ_KUNIT\n")
+    (tmp_path / "sub" / "Makefile").write_text("config QUX\n")
+    assert kconfig.defined_symbols(str(tmp_path)) == {
+        "CONFIG_FOO", "CONFIG_BAR", "CONFIG_BAZ_KUNIT"}
+
