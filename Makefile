@@ -40,15 +40,23 @@ FILTER     ?=
 ST_BUILD   := $(OUT)/selftests
 ST_INSTALL := $(OUT)/selftests-install
 INITRD     := $(OUT)/initramfs.cpio.gz
-# perf for the guest, built statically from the tree under test.
+# perf for the guest, built statically from the tree under test, or from
+# PERF_TREE=DIR: e.g. the patched perf on an unpatched kernel, to see it
+# fall back.
+ifeq ($(PERF_TREE),)
+PERF_SRC   := $(KSRC)
 PERF_OUT   := $(OUT)/perf
+else
+PERF_SRC   := $(abspath $(PERF_TREE))
+PERF_OUT   := $(BUILD)/out/$(if $(filter $(BUILD)/linux,$(PERF_SRC)),linux,$(notdir $(PERF_SRC))-$(shell echo $(PERF_SRC) | md5sum | cut -c1-6))/perf
+endif
 RUN_DIR    := $(OUT)/vmtest-$(CONFIG)
 
 .PHONY: help deps tree apply export kernel selftests perf initramfs vmtest \
 	vmtest-debug test checkpatch apply-fresh bisect-build check kunit clean
 
 help: ## list the targets
-	@echo "usage: make TARGET [KERNEL=DIR] [CONFIG=normal|debug] [FILTER=gtest-filter]"
+	@echo "usage: make TARGET [KERNEL=DIR] [CONFIG=normal|debug] [FILTER=gtest-filter] [PERF_TREE=DIR]"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
 		awk -F':.*## ' '{ printf "  %-14s %s\n", $$1, $$2 }'
 
@@ -75,7 +83,7 @@ selftests: deps ## build the C++ GoogleTest selftests (static) and 32-bit helper
 	@rm -rf $(ST_INSTALL) && cmake --install $(ST_BUILD) --prefix $(ST_INSTALL) >/dev/null
 
 perf: deps $(TREE_DEP) ## build tools/perf of the tree statically for the guest
-	@bash ci/build-perf.sh "$(KSRC)" "$(PERF_OUT)"
+	@bash ci/build-perf.sh "$(PERF_SRC)" "$(PERF_OUT)"
 
 initramfs: selftests perf $(TREE_DEP) ## pack busybox, qemu/init, perf and the selftests
 	@PERF_BIN="$(PERF_OUT)/perf" bash qemu/mkinitramfs.sh $(INITRD) $(ST_INSTALL) $(KSRC)
