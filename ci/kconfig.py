@@ -85,7 +85,7 @@ def main(argv=None):
     ap.add_argument("--series", action="append", default=[],
                     help="fragment of options the series adds (see above)")
     ap.add_argument("fragments", nargs="+")
-    a = ap.parse_args(argv)
+    a = ap.parse_intermixed_args(argv)
 
     for f in a.fragments + a.series:
         if not os.path.exists(f):
