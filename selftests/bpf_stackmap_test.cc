@@ -23,13 +23,13 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <vector>
 
 #include "lib/perf_event.h"
 #include "lib/symbols.h"
+#include "lib/workload.h"
 
 namespace {
 
@@ -40,35 +40,6 @@ constexpr uint64_t kKernelStart = 0xffff800000000000ULL;
 long sys_bpf(int cmd, bpf_attr *attr)
 {
 	return syscall(__NR_bpf, cmd, attr, sizeof(*attr));
-}
-
-double now()
-{
-	timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-extern "C" __attribute__((noinline)) int stackmap_leaf(int fd, double until)
-{
-	static char buf[256 << 10];
-	int reads = 0;
-	while (now() < until) {
-		if (read(fd, buf, sizeof(buf)) <= 0)
-			return -1;
-		reads++;
-	}
-	return reads;
-}
-
-extern "C" __attribute__((noinline)) int stackmap_recurse(int n, int fd,
-							  double until)
-{
-	if (n == 0)
-		return stackmap_leaf(fd, until);
-	int r = stackmap_recurse(n - 1, fd, until);
-	asm volatile("" ::: "memory"); /* no tail call */
-	return r;
 }
 
 bpf_insn insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
@@ -132,23 +103,13 @@ std::vector<std::vector<uint64_t>> dump_stacks(int map_fd)
 	return out;
 }
 
-int longest_run(const std::vector<uint64_t> &ips, const syms::Symbol &sym)
-{
-	int best = 0, run = 0;
-	for (uint64_t ip : ips) {
-		run = sym.contains(ip) ? run + 1 : 0;
-		best = std::max(best, run);
-	}
-	return best;
-}
-
 TEST(BpfStackmap, UserAndKernelStacksFromGetStackid)
 {
 	std::string err;
 	auto symbols = syms::load("/proc/self/exe", &err);
 	ASSERT_FALSE(symbols.empty()) << err;
-	const syms::Symbol *rec = syms::find(symbols, "stackmap_recurse");
-	ASSERT_NE(rec, nullptr) << "stackmap_recurse not in the symbol table";
+	const syms::Symbol *rec = syms::find(symbols, "work_recurse_reading");
+	ASSERT_NE(rec, nullptr) << "work_recurse_reading not in the symbol table";
 
 	bpf_attr m{};
 	m.map_type = BPF_MAP_TYPE_STACK_TRACE;
@@ -196,7 +157,7 @@ TEST(BpfStackmap, UserAndKernelStacksFromGetStackid)
 	int fd = open("/dev/zero", O_RDONLY);
 	ASSERT_GE(fd, 0) << "open /dev/zero: " << strerror(errno);
 	ev.enable();
-	ASSERT_GT(stackmap_recurse(kDepth, fd, now() + 1.0), 0);
+	ASSERT_GT(work::work_recurse_reading(kDepth, fd, work::now_s() + 1.0), 0);
 	ev.disable();
 	close(fd);
 
@@ -217,18 +178,18 @@ TEST(BpfStackmap, UserAndKernelStacksFromGetStackid)
 			continue;
 		}
 		user++;
-		int run = longest_run(ips, *rec);
+		int run = syms::longest_run(ips, *rec);
 		deepest = std::max(deepest, run);
 		with_recursion += run >= kDepth;
 	}
 	printf("# stacks in the map %zu: user %d (with >= %d frames of "
-	       "stackmap_recurse %d, deepest run %d), kernel %d, mixed %d\n",
+	       "work_recurse_reading %d, deepest run %d), kernel %d, mixed %d\n",
 	       stacks.size(), user, kDepth, with_recursion, deepest, kernel,
 	       mixed);
 	EXPECT_GT(kernel, 0) << "no kernel stack from bpf_get_stackid(0)";
 	EXPECT_GT(with_recursion, 0)
 		<< "no user stack from bpf_get_stackid(BPF_F_USER_STACK) "
-		   "holding " << kDepth << " return addresses in stackmap_recurse";
+		   "holding " << kDepth << " return addresses in work_recurse_reading";
 	EXPECT_EQ(mixed, 0) << "stacks mixing user and kernel addresses";
 	close(prog_fd);
 	close(map_fd);

@@ -11,68 +11,26 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "lib/features.h"
 #include "lib/perf_abi.h"
 #include "lib/perf_event.h"
 #include "lib/symbols.h"
+#include "lib/workload.h"
 
 namespace {
 
 constexpr int kDepth = 8;
 constexpr int kWantKernelSamples = 20;
 
-double now()
-{
-	timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* The bottom of the recursion: time spent mostly inside read(2). */
-extern "C" __attribute__((noinline)) int callchain_leaf(int fd, double until)
-{
-	static char buf[256 << 10];
-	int reads = 0;
-	while (now() < until) {
-		if (read(fd, buf, sizeof(buf)) <= 0)
-			return -1;
-		reads++;
-	}
-	return reads;
-}
-
-/* Each level leaves one return address inside this function. */
-extern "C" __attribute__((noinline)) int callchain_recurse(int n, int fd,
-							    double until)
-{
-	if (n == 0)
-		return callchain_leaf(fd, until);
-	int r = callchain_recurse(n - 1, fd, until);
-	asm volatile("" ::: "memory"); /* no tail call */
-	return r;
-}
-
-/* Longest run of consecutive entries that fall inside sym. */
-int longest_run(const std::vector<uint64_t> &ips, const syms::Symbol &sym)
-{
-	int best = 0, run = 0;
-	for (uint64_t ip : ips) {
-		run = sym.contains(ip) ? run + 1 : 0;
-		best = std::max(best, run);
-	}
-	return best;
-}
-
 TEST(Callchain, KernelAndUserPartsHoldTheRecursion)
 {
 	std::string err;
 	auto symbols = syms::load("/proc/self/exe", &err);
 	ASSERT_FALSE(symbols.empty()) << err;
-	const syms::Symbol *rec = syms::find(symbols, "callchain_recurse");
-	ASSERT_NE(rec, nullptr) << "callchain_recurse not in the symbol table";
+	const syms::Symbol *rec = syms::find(symbols, "work_recurse_reading");
+	ASSERT_NE(rec, nullptr) << "work_recurse_reading not in the symbol table";
 
 	perf_event_attr attr{};
 	attr.type = PERF_TYPE_SOFTWARE;
@@ -91,9 +49,9 @@ TEST(Callchain, KernelAndUserPartsHoldTheRecursion)
 	int fd = open("/dev/zero", O_RDONLY);
 	ASSERT_GE(fd, 0) << "open /dev/zero: " << strerror(errno);
 	int samples = 0, with_kernel = 0, with_recursion = 0, deepest = 0;
-	for (double t0 = now(); now() - t0 < 5 && with_recursion < kWantKernelSamples;) {
+	for (double t0 = work::now_s(); work::now_s() - t0 < 5 && with_recursion < kWantKernelSamples;) {
 		ev.enable();
-		ASSERT_GT(callchain_recurse(kDepth, fd, now() + 0.2), 0);
+		ASSERT_GT(work::work_recurse_reading(kDepth, fd, work::now_s() + 0.2), 0);
 		ev.disable();
 		for (const perf::Record &rec_ : ev.drain()) {
 			if (rec_.header.type != PERF_RECORD_SAMPLE)
@@ -107,7 +65,7 @@ TEST(Callchain, KernelAndUserPartsHoldTheRecursion)
 				continue;
 			with_kernel++;
 			/* The sample may stop one level short of the leaf. */
-			int run = longest_run(c.user, *rec);
+			int run = syms::longest_run(c.user, *rec);
 			deepest = std::max(deepest, run);
 			if (c.has_user_ctx && run >= kDepth)
 				with_recursion++;
@@ -115,14 +73,14 @@ TEST(Callchain, KernelAndUserPartsHoldTheRecursion)
 	}
 	close(fd);
 	printf("# samples %d, with a kernel part %d, with >= %d frames of "
-	       "callchain_recurse %d, deepest run %d, lost %llu\n",
+	       "work_recurse_reading %d, deepest run %d, lost %llu\n",
 	       samples, with_kernel, kDepth, with_recursion, deepest,
 	       (unsigned long long)ev.lost());
 	EXPECT_GT(samples, 0) << "no sample in 5 s of cpu-clock sampling";
 	EXPECT_GT(with_kernel, 0) << "no sample with a kernel callchain";
 	EXPECT_GT(with_recursion, 0)
 		<< "no kernel sample whose user chain holds " << kDepth
-		<< " return addresses in callchain_recurse [0x" << std::hex
+		<< " return addresses in work_recurse_reading [0x" << std::hex
 		<< rec->start << ", +0x" << rec->size << ")";
 }
 

@@ -98,17 +98,6 @@ extern "C" __attribute__((noinline)) int deferred_recurse(int n, const Work *w)
 	return r;
 }
 
-/* Longest run of consecutive entries that fall inside sym. */
-int longest_run(const std::vector<uint64_t> &ips, const syms::Symbol &sym)
-{
-	int best = 0, run = 0;
-	for (uint64_t ip : ips) {
-		run = sym.contains(ip) ? run + 1 : 0;
-		best = std::max(best, run);
-	}
-	return best;
-}
-
 perf_event_attr sampling_attr(bool defer_output)
 {
 	perf_event_attr attr{};
@@ -326,7 +315,7 @@ protected:
 			EXPECT_TRUE(per_cookie.count(v.d.cookie))
 				<< "record with cookie 0x" << std::hex
 				<< v.d.cookie << " answers no sample";
-			with_recursion += longest_run(v.d.ips, *rec_) >= kDepth;
+			with_recursion += syms::longest_run(v.d.ips, *rec_) >= kDepth;
 		}
 		int kernel_samples = 0;
 		for (const Announce &a : col.announces)
@@ -506,7 +495,7 @@ TEST_F(Deferred, PerCpuRecordFollowsMigration)
 		EXPECT_EQ(v->buffer, v->d.sid.cpu)
 			<< "record in the buffer of another CPU than its own";
 		migrated += v->d.sid.cpu != a.cpu;
-		with_recursion += longest_run(v->d.ips, *rec_) >= kDepth;
+		with_recursion += syms::longest_run(v->d.ips, *rec_) >= kDepth;
 		if (ours <= kMoves)
 			on_target += (int)v->d.sid.cpu == target[ours - 1];
 	}

@@ -68,6 +68,16 @@ std::vector<Symbol> load(const std::string &path, std::string *err)
 	return parse<Elf32_Ehdr, Elf32_Shdr, Elf32_Sym>(f, err);
 }
 
+int longest_run(const std::vector<uint64_t> &ips, const Symbol &sym)
+{
+	int best = 0, run = 0;
+	for (uint64_t ip : ips) {
+		run = sym.contains(ip) ? run + 1 : 0;
+		best = run > best ? run : best;
+	}
+	return best;
+}
+
 const Symbol *find(const std::vector<Symbol> &s, const std::string &name)
 {
 	for (const Symbol &sym : s)

@@ -20,6 +20,9 @@ struct Symbol {
 
 /* Function symbols of an ELF file; empty on error (err says why). */
 std::vector<Symbol> load(const std::string &path, std::string *err);
+/* The longest run of consecutive ips inside sym: how many frames of a
+ * recursion through sym a chain holds. */
+int longest_run(const std::vector<uint64_t> &ips, const Symbol &sym);
 /* The function symbol called name, or nullptr. */
 const Symbol *find(const std::vector<Symbol> &s, const std::string &name);
 /* The function containing addr, or nullptr. */

@@ -27,6 +27,28 @@ uint64_t now_ns()
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
+extern "C" __attribute__((noinline)) int work_read_until(int fd, double until)
+{
+	static char buf[256 << 10];
+	int reads = 0;
+	while (now_s() < until) {
+		if (read(fd, buf, sizeof(buf)) <= 0)
+			return -1;
+		reads++;
+	}
+	return reads;
+}
+
+extern "C" __attribute__((noinline)) int work_recurse_reading(int depth, int fd,
+							       double until)
+{
+	if (depth == 0)
+		return work_read_until(fd, until);
+	int r = work_recurse_reading(depth - 1, fd, until);
+	asm volatile("" ::: "memory"); /* no tail call */
+	return r;
+}
+
 pid_t gettid()
 {
 	return (pid_t)syscall(SYS_gettid);

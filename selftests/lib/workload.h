@@ -17,6 +17,8 @@ namespace work {
 
 /* CLOCK_MONOTONIC in ns: the clock session::Options::monotonic uses. */
 uint64_t now_ns();
+/* The same clock in seconds. */
+inline double now_s() { return now_ns() / 1e9; }
 pid_t gettid();
 
 /*
@@ -25,6 +27,15 @@ pid_t gettid();
  * long enough to be sampled several times.
  */
 long read_zero(double seconds, size_t chunk = 1 << 20);
+
+/*
+ * A known user stack: work_recurse_reading() calls itself depth times, then
+ * reads fd in 256 KiB reads until now_s() passes until, so that samples in
+ * the reads have depth return addresses inside work_recurse_reading (C
+ * linkage: tests find it by name in their own symbol table). Returns the
+ * number of reads, or -1.
+ */
+extern "C" int work_recurse_reading(int depth, int fd, double until);
 
 /* Burn CPU in user space for about seconds (no system calls but the
  * clock's, which is the vDSO when there is one). */
