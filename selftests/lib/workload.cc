@@ -143,7 +143,7 @@ void Child::release()
 	}
 }
 
-int Child::wait(double timeout)
+int Child::wait(double timeout, const std::function<void()> &every_10ms)
 {
 	int st = -1;
 	if (pid_ <= 0 || reaped_)
@@ -164,6 +164,8 @@ int Child::wait(double timeout)
 			kill(pid_, SIGKILL);
 		}
 		usleep(10000);
+		if (every_10ms)
+			every_10ms();
 	}
 }
 

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -58,8 +59,10 @@ public:
 	int spawn(const std::vector<std::string> &argv);
 	void release();
 	/* waitpid(); returns the wait status, or -1. A child still running
-	 * after timeout seconds is killed (status: SIGKILL). */
-	int wait(double timeout = 20);
+	 * after timeout seconds is killed (status: SIGKILL). every_10ms,
+	 * if given, runs while waiting (e.g. to drain ring buffers). */
+	int wait(double timeout = 20,
+		 const std::function<void()> &every_10ms = nullptr);
 	pid_t pid() const { return pid_; }
 	~Child();
 
