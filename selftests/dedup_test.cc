@@ -41,13 +41,15 @@ void run_dedup(int k, const std::set<int> &receivers, bool dummy)
 		ASSERT_EQ(s.open(sb, 0, -1), 0);
 		recv.insert(k);
 	}
-	s.enable();
-	work::read_zero(0.4, 16 << 20);
 	/*
-	 * The events are disabled one ioctl() at a time, and those system
-	 * calls are sampled too: an entry of that phase returns after some
-	 * receivers are already off. Only entries before it are judged.
+	 * The events are enabled and disabled one ioctl() at a time, and
+	 * those system calls are sampled too: an entry of either phase
+	 * returns while some receivers are off. Only entries between the
+	 * two are judged.
 	 */
+	s.enable();
+	uint64_t start = work::now_ns();
+	work::read_zero(0.4, 16 << 20);
 	uint64_t stop = work::now_ns();
 	s.disable();
 	s.drain();
@@ -62,7 +64,7 @@ void run_dedup(int k, const std::set<int> &receivers, bool dummy)
 	/* Records per (buffer, cookie), samples per cookie. */
 	std::map<uint64_t, std::map<size_t, int>> per;
 	std::map<uint64_t, int> samples;
-	std::set<uint64_t> stopping;
+	std::set<uint64_t> switching;
 	std::vector<size_t> in_buffer(s.size());
 	for (const perf::Delivery &d : m.deliveries()) {
 		per[d.cookie][d.buffer]++;
@@ -70,14 +72,14 @@ void run_dedup(int k, const std::set<int> &receivers, bool dummy)
 	}
 	for (const perf::Announce &a : m.announces()) {
 		samples[a.cookie]++;
-		if (a.time >= stop)
-			stopping.insert(a.cookie);
+		if (a.time < start || a.time >= stop)
+			switching.insert(a.cookie);
 	}
 	int entries = 0, multi = 0, wrong = 0;
 	size_t max_samples = 0;
 	for (auto &[cookie, n] : samples) {
-		if (!per.count(cookie) || stopping.count(cookie))
-			continue; /* entry still open when we stopped */
+		if (!per.count(cookie) || switching.count(cookie))
+			continue; /* still open at the end, or switching */
 		entries++;
 		multi += n > 1;
 		max_samples = std::max(max_samples, (size_t)n);
@@ -93,8 +95,8 @@ void run_dedup(int k, const std::set<int> &receivers, bool dummy)
 		}
 	}
 	printf("# K=%d sampling events, %zu receivers%s; %zu entries while "
-	       "disabling not judged\n", k, recv.size(),
-	       dummy ? " (incl. a dummy)" : "", stopping.size());
+	       "enabling or disabling not judged\n", k, recv.size(),
+	       dummy ? " (incl. a dummy)" : "", switching.size());
 	for (size_t b = 0; b < s.size(); b++)
 		printf("#   buffer %zu%s: %zu records\n", b,
 		       recv.count(b) ? " (defer_output)" : "", in_buffer[b]);
