@@ -23,6 +23,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -214,12 +215,14 @@ void print_sample(const Sample &s)
 		       f.sym.c_str(), f.dso.c_str());
 }
 
-std::string record(const char *helper, const char *tag, Result *rec)
+std::string record(const char *helper, const char *tag, Result *rec,
+		   const std::vector<std::string> &args = {})
 {
 	std::string data = tmpdir() + "/" + tag + ".data";
 	std::vector<std::string> argv = {kPerf, "record", "-N",
 		"-e", "cpu-clock", "-F", "1000", "--call-graph", "fp,defer",
 		"-o", data, "--", helper};
+	argv.insert(argv.end(), args.begin(), args.end());
 	*rec = run(argv);
 	EXPECT_EQ(rec->status, 0) << describe(argv, *rec);
 	return data;
@@ -347,6 +350,47 @@ TEST(PerfTool, NoMergeShowsDeferredRecords)
 	/* Unmerged, the samples themselves have no user frames. */
 	EXPECT_EQ(user_in_samples, 0)
 		<< "samples outside exit with user frames, the first: " << odd;
+}
+
+/*
+ * A task still in the kernel when the recording ends never gets its
+ * deferred record: its samples must still be shown, without a user part,
+ * and counted in perf script's closing warning.
+ */
+TEST(PerfTool, SamplesWithoutTheirRecordAreKeptAndCounted)
+{
+	SKIP_UNLESS_PERF();
+	SKIP_UNLESS_HELPER(kHelper);
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+
+	Result rec, res;
+	std::string data = record(kHelper, "orphan", &rec, { "0.3", "orphan" });
+	if (::testing::Test::HasFailure())
+		return;
+	auto samples = script(data, true, &res);
+	std::map<std::string, int> kernel_only; /* per "comm tid" */
+	for (const auto &s : samples)
+		if (!s.frames.empty() && s.frames.back().kernel())
+			kernel_only[s.header.substr(0, s.header.find(" cpu-clock"))]++;
+	const char *what = " samples without a deferred callchain";
+	size_t at = res.err.find(what);
+	unsigned long counted = 0;
+	if (at != std::string::npos) {
+		size_t b = res.err.find_last_not_of("0123456789", at - 1);
+		counted = strtoul(res.err.c_str() + b + 1, nullptr, 10);
+	}
+	int shown = 0;
+	for (const auto &[task, n] : kernel_only) {
+		printf("# %s: %d samples with a kernel part only\n",
+		       task.c_str(), n);
+		shown += n;
+	}
+	printf("# perf script counted %lu samples without their record, "
+	       "showed %d kernel-only samples\n", counted, shown);
+	EXPECT_GT(counted, 0u) << "no \"N" << what << "\" warning:\n"
+			       << res.err;
+	EXPECT_GE((unsigned long)shown, counted)
+		<< "samples counted as unmerged but not shown";
 }
 
 TEST(PerfTool, ReportShowsMergedCallGraph)

@@ -9,10 +9,18 @@
  * The system calls are made inline, from ks_inner itself: through libc's
  * wrappers (leaf functions without a frame) a frame pointer walk would
  * start in the wrapper and skip ks_inner.  Builds 64-bit and -m32.
+ *
+ * "known_stack SECONDS orphan" also forks a child that makes one very long
+ * read (512 MiB from /dev/zero into fresh memory). perf record stops when
+ * this process exits, with the child still in that read: the samples of
+ * the child announce a deferred user callchain whose record is never
+ * written, which perf must still show (unmerged) and count.
  */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -97,6 +105,16 @@ int main(int argc, char **argv)
 	if (fd < 0) {
 		perror("known_stack: /dev/zero");
 		return 1;
+	}
+	if (argc > 2 && !strcmp(argv[2], "orphan") && fork() == 0) {
+		size_t len = 512ul << 20;
+		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED)
+			_exit(1);
+		raw_syscall3(NR_READ, fd, (long)p, (long)len);
+		_exit(0);
 	}
 	ret = ks_outer(fd, seconds);
 	close(fd);
