@@ -27,6 +27,16 @@ git -C "$src" worktree prune
 git -C "$src" worktree add -q --detach "$wt" "${commits[0]}"
 trap 'git -C "$src" worktree remove --force "$wt" 2>/dev/null' EXIT
 
+# A commit in the middle may define a series option before anything can
+# enable it (UNWIND_USER before x86 selects HAVE_UNWIND_USER_FP): build
+# what that commit allows instead of refusing.
+frags=()
+for f in "$@"; do
+	[ "$f" = --series ] && f=--series-if-possible
+	frags+=("$f")
+done
+set -- "${frags[@]}"
+
 t_all=$SECONDS
 i=0
 for c in "${commits[@]}"; do

@@ -84,10 +84,14 @@ def main(argv=None):
     ap.add_argument("--make", default="make")
     ap.add_argument("--series", action="append", default=[],
                     help="fragment of options the series adds (see above)")
+    ap.add_argument("--series-if-possible", action="append", default=[],
+                    help="like --series, but an option that does not "
+                    "survive is only noted (a commit in the middle of the "
+                    "series may define a symbol it cannot enable yet)")
     ap.add_argument("fragments", nargs="+")
     a = ap.parse_intermixed_args(argv)
 
-    for f in a.fragments + a.series:
+    for f in a.fragments + a.series + a.series_if_possible:
         if not os.path.exists(f):
             print(f"error: config fragment {f} not found", file=sys.stderr)
             return 2
@@ -102,17 +106,19 @@ def main(argv=None):
         lines = open(f).read().splitlines()
         text += lines
         requested.update(parse(lines))
-    if a.series:
+    optional = {}
+    if a.series or a.series_if_possible:
         known = defined_symbols(a.src)
-        for f in a.series:
+        for f in a.series + a.series_if_possible:
             opts = parse(open(f).read().splitlines())
             absent = sorted(n for n in opts if n not in known)
             if absent:
                 print(f"kconfig: {a.src} does not define {', '.join(absent)}"
                       f" (from {f}): left out")
+            into = requested if f in a.series else optional
             for name, val in opts.items():
                 if name in known:
-                    requested[name] = val
+                    into[name] = val
                     text.append(f"{name}={val}" if val != "n"
                                 else f"# {name} is not set")
 
@@ -132,6 +138,9 @@ def main(argv=None):
         return 2
     newpath = os.path.join(a.out, new)
     final = parse(open(newpath).read().splitlines())
+    for name, want, got in missing(optional, final):
+        print(f"kconfig: {name} cannot be {want} in this tree yet "
+              f"(.config: {got}): left as it is")
     bad = missing(requested, final)
     if bad:
         print("error: these options did not survive Kconfig (check their "
