@@ -320,11 +320,9 @@ TEST(Abi, NoRecordWithoutAPriorAnnounce)
 	ASSERT_EQ(s.open(session::sideband(), 0, -1), 0);
 	s.enable();
 	work::read_zero(0.2, 4 << 20);
-	s.disable();
-	s.drain();
 	perf::CookieMatcher m;
 	std::string err;
-	ASSERT_TRUE(s.match(&m, &err)) << err;
+	ASSERT_TRUE(s.stop(&m, &err)) << err;
 	perf::MatchResult r = m.match();
 	printf("# %s\n", r.describe().c_str());
 	size_t in_sampler = 0;

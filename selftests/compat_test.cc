@@ -9,6 +9,7 @@
  * and on the classic in-place chains, runs for comparison.
  */
 #include <gtest/gtest.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -60,17 +61,13 @@ void sample_helper(const std::string &name, bool compat, bool deferred)
 	}
 
 	work::Child child;
-	ASSERT_EQ(child.spawn({ path, "1000" }), 0);
 	session::Session s;
 	session::Options o;
-	o.enable_on_exec = true;
 	o.pages = 256;
 	o.defer_callchain = o.defer_output = deferred;
-	ASSERT_EQ(s.open(o, child.pid(), -1), 0);
-	child.release();
-	int st = child.wait();
-	s.drain();
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+	int st = session::record_program(&s, &child, { path, "1000" }, o);
+	ASSERT_GE(st, 0) << path << ": " << strerror(-st);
+	if (session::exec_failed(st))
 		GTEST_SKIP() << "cannot exec " << path
 			     << " (no IA32 emulation?)";
 	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)

@@ -28,11 +28,9 @@ TEST(Cookie, NonZeroAndNewForEveryEntry)
 	ASSERT_EQ(s.open(session::Options(), 0, -1), 0);
 	s.enable();
 	work::mixed(0.3);
-	s.disable();
-	s.drain();
 	perf::CookieMatcher m;
 	std::string err;
-	ASSERT_TRUE(s.match(&m, &err)) << err;
+	ASSERT_TRUE(s.stop(&m, &err)) << err;
 	perf::MatchResult r = m.match();
 	std::set<uint64_t> cookies;
 	size_t zero = 0;
@@ -67,11 +65,9 @@ TEST(Cookie, SharedByAllSamplesAndEventsOfOneEntry)
 	ASSERT_EQ(s.open(task, 0, -1), 0);
 	s.enable();
 	work::mixed(0.4, 16 << 20);
-	s.disable();
-	s.drain();
 	perf::CookieMatcher m;
 	std::string err;
-	ASSERT_TRUE(s.match(&m, &err)) << err;
+	ASSERT_TRUE(s.stop(&m, &err)) << err;
 	perf::OrderResult o = m.check_next(0);
 	perf::MatchResult r = m.match();
 

@@ -51,11 +51,9 @@ void run_dedup(int k, const std::set<int> &receivers, bool dummy)
 	uint64_t start = work::now_ns();
 	work::read_zero(0.4, 16 << 20);
 	uint64_t stop = work::now_ns();
-	s.disable();
-	s.drain();
 	perf::CookieMatcher m;
 	std::string err;
-	ASSERT_TRUE(s.match(&m, &err)) << err;
+	ASSERT_TRUE(s.stop(&m, &err)) << err;
 	perf::MatchResult r = m.match();
 	ASSERT_EQ(r.lost, 0u) << "a ring buffer overflowed, so records are "
 				 "missing and nothing can be concluded: "

@@ -24,7 +24,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -33,6 +32,7 @@
 #include "lib/perf_abi.h"
 #include "lib/perf_event.h"
 #include "lib/symbols.h"
+#include "lib/workload.h"
 
 namespace {
 
@@ -393,16 +393,19 @@ TEST_F(Deferred, PerTaskSamplingEventGetsItsOwnRecords)
 	check_matches(col, 0, true);
 }
 
-int tracepoint_id(const char *name)
+/* Every hit of tracepoint id sampled, with both deferral bits. */
+perf_event_attr deferred_tracepoint(long id)
 {
-	for (const char *root : { "/sys/kernel/tracing",
-				  "/sys/kernel/debug/tracing" }) {
-		std::ifstream f(std::string(root) + "/events/" + name + "/id");
-		int id;
-		if (f >> id)
-			return id;
-	}
-	return -1;
+	perf_event_attr attr{};
+	attr.size = sizeof(attr);
+	attr.type = PERF_TYPE_TRACEPOINT;
+	attr.config = id;
+	attr.sample_period = 1;
+	attr.sample_type = kSampleType;
+	attr.sample_id_all = 1;
+	perf_abi::set_attr_bit(&attr, perf_abi::kDeferCallchainBit);
+	perf_abi::set_attr_bit(&attr, perf_abi::kDeferOutputBit);
+	return attr;
 }
 
 /*
@@ -415,21 +418,13 @@ TEST_F(Deferred, PerCpuRecordFollowsMigration)
 	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	if (ncpu < 2)
 		GTEST_SKIP() << "needs 2 CPUs, have " << ncpu;
-	int id = tracepoint_id("syscalls/sys_enter_sched_setaffinity");
+	long id = work::tracepoint_id("syscalls/sys_enter_sched_setaffinity");
 	if (id < 0)
 		GTEST_SKIP() << "no syscalls:sys_enter_sched_setaffinity "
 				"tracepoint (CONFIG_FTRACE_SYSCALLS, tracefs)";
 
-	perf_event_attr attr{};
-	attr.size = sizeof(attr);
-	attr.type = PERF_TYPE_TRACEPOINT;
-	attr.config = id;
-	attr.sample_period = 1;
-	attr.sample_type = kSampleType;
-	attr.sample_id_all = 1;
+	perf_event_attr attr = deferred_tracepoint(id);
 	attr.disabled = 1;
-	perf_abi::set_attr_bit(&attr, perf_abi::kDeferCallchainBit);
-	perf_abi::set_attr_bit(&attr, perf_abi::kDeferOutputBit);
 	std::vector<std::unique_ptr<perf::Event>> evs;
 	for (int cpu = 0; cpu < ncpu; cpu++) {
 		evs.push_back(std::make_unique<perf::Event>());
@@ -520,7 +515,7 @@ TEST_F(Deferred, PerCpuRecordFollowsMigration)
  */
 TEST_F(Deferred, ExitingTaskGetsItsRecord)
 {
-	int id = tracepoint_id("syscalls/sys_enter_exit_group");
+	long id = work::tracepoint_id("syscalls/sys_enter_exit_group");
 	if (id < 0)
 		GTEST_SKIP() << "no syscalls:sys_enter_exit_group tracepoint";
 
@@ -540,15 +535,7 @@ TEST_F(Deferred, ExitingTaskGetsItsRecord)
 	}
 	close(go[0]);
 
-	perf_event_attr attr{};
-	attr.size = sizeof(attr);
-	attr.type = PERF_TYPE_TRACEPOINT;
-	attr.config = id;
-	attr.sample_period = 1;
-	attr.sample_type = kSampleType;
-	attr.sample_id_all = 1;
-	perf_abi::set_attr_bit(&attr, perf_abi::kDeferCallchainBit);
-	perf_abi::set_attr_bit(&attr, perf_abi::kDeferOutputBit);
+	perf_event_attr attr = deferred_tracepoint(id);
 	perf::Event ev;
 	int r = ev.open(attr, child, -1, 16);
 	if (r) {

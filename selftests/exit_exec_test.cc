@@ -11,6 +11,7 @@
  */
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,22 +27,13 @@ void run_child(const char *what, const std::vector<std::string> &argv,
 	       int kill_ms)
 {
 	work::Child child;
-	ASSERT_EQ(child.spawn(argv), 0);
 	session::Session s;
 	session::Options o;
-	o.enable_on_exec = true;
 	o.period = 200000;
 	o.pages = 256;
-	ASSERT_EQ(s.open(o, child.pid(), -1), 0);
-	child.release();
-	if (kill_ms > 0) {
-		usleep(kill_ms * 1000);
-		kill(child.pid(), SIGKILL);
-	}
-	/* Drain as it runs: a debug kernel is slow enough to fill it. */
-	int st = child.wait(20, [&] { s.drain(); });
-	s.drain();
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+	int st = session::record_program(&s, &child, argv, o, kill_ms);
+	ASSERT_GE(st, 0) << argv[0] << ": " << strerror(-st);
+	if (session::exec_failed(st))
 		GTEST_SKIP() << "cannot exec " << argv[0];
 	if (kill_ms > 0)
 		ASSERT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)

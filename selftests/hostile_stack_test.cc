@@ -10,6 +10,7 @@
  * any kernel: it must terminate and not crash.
  */
 #include <gtest/gtest.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,18 +43,14 @@ void run_hostile(const std::string &mode, bool compat, bool deferred)
 	ASSERT_NE(fn, nullptr);
 
 	work::Child child;
-	ASSERT_EQ(child.spawn({ path, mode, "250" }), 0);
 	session::Session s;
 	session::Options o;
-	o.enable_on_exec = true;
 	o.period = 150000;
 	o.pages = 256;
 	o.defer_callchain = o.defer_output = deferred;
-	ASSERT_EQ(s.open(o, child.pid(), -1), 0);
-	child.release();
-	int st = child.wait();
-	s.drain();
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+	int st = session::record_program(&s, &child, { path, mode, "250" }, o);
+	ASSERT_GE(st, 0) << path << ": " << strerror(-st);
+	if (session::exec_failed(st))
 		GTEST_SKIP() << "cannot exec " << path;
 	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		<< name << " " << mode << ": wait status 0x" << std::hex << st;

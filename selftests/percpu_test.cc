@@ -66,12 +66,9 @@ Outcome record_migrating(int attempt)
 	});
 	worker.join();
 	mover.join();
-	s.disable();
-	s.drain();
-
 	perf::CookieMatcher m;
 	std::string err;
-	EXPECT_TRUE(s.match(&m, &err)) << err;
+	EXPECT_TRUE(s.stop(&m, &err)) << err;
 	perf::MatchResult res = m.match();
 
 	/* The CPU of the last sample of each of the worker's entries. */

@@ -98,11 +98,9 @@ Report run_as_nobody(bool defer)
 		if (!r.open_user) {
 			s.enable();
 			work::mixed(0.2, 1 << 20);
-			s.disable();
-			s.drain();
 			perf::CookieMatcher m;
 			std::string err;
-			if (s.match(&m, &err)) {
+			if (s.stop(&m, &err)) {
 				perf::MatchResult res = m.match();
 				r.samples = res.samples;
 				r.deferred = res.announcing_samples;

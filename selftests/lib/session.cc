@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -102,6 +104,41 @@ bool Session::match(perf::CookieMatcher *m, std::string *err) const
 	for (const auto &e : events_)
 		m->add_lost(e.unreported_lost());
 	return true;
+}
+
+bool Session::stop(perf::CookieMatcher *m, std::string *err)
+{
+	disable();
+	drain();
+	return match(m, err);
+}
+
+int record_program(Session *s, work::Child *child,
+		   const std::vector<std::string> &argv, Options o,
+		   int kill_after_ms)
+{
+	int r = child->spawn(argv);
+	if (r)
+		return r;
+	o.enable_on_exec = true;
+	r = s->open(o, child->pid(), -1);
+	if (r)
+		return r; /* ~Child() kills and reaps it */
+	child->release();
+	if (kill_after_ms > 0) {
+		usleep(kill_after_ms * 1000);
+		kill(child->pid(), SIGKILL);
+	}
+	/* Drain as it runs: a debug kernel is slow enough to fill a buffer. */
+	int st = child->wait(20, [s] { s->drain(); });
+	s->drain();
+	return st < 0 ? -ECHILD : st;
+}
+
+bool exec_failed(int status)
+{
+	/* The child side of work::Child exits 127 when execv() fails. */
+	return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 127;
 }
 
 uint64_t Session::id(size_t i) const

@@ -15,6 +15,7 @@
 
 #include "cookie_match.h"
 #include "perf_event.h"
+#include "workload.h"
 
 namespace session {
 
@@ -59,6 +60,8 @@ public:
 	void drain();
 	/* Feed everything drained so far to a matcher. */
 	bool match(perf::CookieMatcher *m, std::string *err) const;
+	/* The end of most recordings: disable, drain, match. */
+	bool stop(perf::CookieMatcher *m, std::string *err);
 
 	size_t size() const { return events_.size(); }
 	perf::Event &event(size_t i) { return events_[i]; }
@@ -80,6 +83,20 @@ private:
 	std::vector<int> cpus_;
 	std::vector<std::vector<perf::Record>> records_;
 };
+
+/*
+ * Record one run of a helper program, from its exec to its exit: spawn
+ * argv as *child, open o on it with enable_on_exec, let it go (killing it
+ * after kill_after_ms if that is > 0) and drain while it runs. Returns
+ * its wait status, or -errno when it could not be spawned or the event
+ * could not be opened.
+ */
+int record_program(Session *s, work::Child *child,
+		   const std::vector<std::string> &argv, Options o,
+		   int kill_after_ms = 0);
+
+/* The status record_program() returns when the helper could not exec. */
+bool exec_failed(int status);
 
 /* The online CPUs (/sys/devices/system/cpu/online). */
 std::vector<int> online_cpus();
