@@ -115,13 +115,16 @@ bool Session::stop(perf::CookieMatcher *m, std::string *err)
 
 int record_program(Session *s, work::Child *child,
 		   const std::vector<std::string> &argv, Options o,
-		   int kill_after_ms)
+		   int kill_after_ms,
+		   const std::function<int(pid_t)> &before_exec)
 {
 	int r = child->spawn(argv);
 	if (r)
 		return r;
 	o.enable_on_exec = true;
 	r = s->open(o, child->pid(), -1);
+	if (!r && before_exec)
+		r = before_exec(child->pid());
 	if (r)
 		return r; /* ~Child() kills and reaps it */
 	child->release();

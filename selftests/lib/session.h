@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -86,14 +87,16 @@ private:
 
 /*
  * Record one run of a helper program, from its exec to its exit: spawn
- * argv as *child, open o on it with enable_on_exec, let it go (killing it
- * after kill_after_ms if that is > 0) and drain while it runs. Returns
- * its wait status, or -errno when it could not be spawned or the event
- * could not be opened.
+ * argv as *child, open o on it with enable_on_exec, call before_exec (if
+ * given) with its pid, let it go (killing it after kill_after_ms if that
+ * is > 0) and drain while it runs. Returns its wait status, or -errno
+ * when it could not be spawned, the event could not be opened or
+ * before_exec failed.
  */
 int record_program(Session *s, work::Child *child,
 		   const std::vector<std::string> &argv, Options o,
-		   int kill_after_ms = 0);
+		   int kill_after_ms = 0,
+		   const std::function<int(pid_t)> &before_exec = nullptr);
 
 /* The status record_program() returns when the helper could not exec. */
 bool exec_failed(int status);

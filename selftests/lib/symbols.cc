@@ -42,9 +42,17 @@ std::vector<Symbol> parse(const std::vector<char> &f, std::string *err)
 			    sym.st_name >= str.sh_size)
 				continue;
 			const char *name = f.data() + str.sh_offset + sym.st_name;
-			out.push_back({ std::string(name, strnlen(name,
-				str.sh_size - sym.st_name)),
-				(uint64_t)sym.st_value, (uint64_t)sym.st_size });
+			Symbol fn;
+			fn.name.assign(name, strnlen(name,
+						     str.sh_size - sym.st_name));
+			fn.start = sym.st_value;
+			fn.size = sym.st_size;
+			if (sym.st_shndx < sh.size()) {
+				const Shdr &in = sh[sym.st_shndx];
+				fn.file_offset = fn.start - in.sh_addr +
+						 in.sh_offset;
+			}
+			out.push_back(fn);
 		}
 	}
 	if (out.empty())

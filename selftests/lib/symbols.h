@@ -15,6 +15,7 @@ namespace syms {
 struct Symbol {
 	std::string name;
 	uint64_t start = 0, size = 0;
+	uint64_t file_offset = 0; /* of start, in the ELF file (uprobes) */
 	bool contains(uint64_t a) const { return a >= start && a < start + size; }
 };
 
