@@ -105,8 +105,22 @@ void run_dedup(int k, const std::set<int> &receivers, bool dummy)
 	EXPECT_EQ(wrong, 0) << "not one record per receiving buffer per entry";
 	EXPECT_GT(multi, 0) << "no entry sampled twice: dedup not exercised";
 	EXPECT_TRUE(r.orphans.empty() && r.duplicates.empty()) << r.describe();
-	EXPECT_LE(r.unmatched.size(), 1u)
-		<< "entries announced but never delivered: " << r.describe();
+	/*
+	 * An entry of the switching phases may miss its record: enabling
+	 * ioctls return before the receivers that come later are on, and
+	 * the last disabling one after they are off. Every entry in between
+	 * returned to user space before `stop` and must have one.
+	 */
+	size_t unmatched = 0;
+	for (const perf::Announce &a : r.unmatched)
+		if (!switching.count(a.cookie) && unmatched++ < 5)
+			ADD_FAILURE() << "entry 0x" << std::hex << a.cookie
+				      << std::dec << " of tid " << a.tid
+				      << " sampled between enable and disable "
+					 "never got its record";
+	printf("# %zu unmatched entries, %zu of them while switching\n",
+	       r.unmatched.size(), r.unmatched.size() - unmatched);
+	EXPECT_EQ(unmatched, 0u) << r.describe();
 }
 
 TEST(Dedup, OneRecordPerReceivingBufferPerEntry)
