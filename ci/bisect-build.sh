@@ -7,7 +7,9 @@
 # config, the series' options as far as that commit defines them) when
 # the commit touches anything outside tools/, and static perf when it
 # touches tools/. Stops at the first commit that does not build and names
-# it. The user's tree is not touched.
+# it. The user's tree is not touched. A commit whose tree already built
+# with the same configuration (build/out/bisect/built.list) is not built
+# again, so after a change to patch N only patches N.. are rebuilt.
 . "$(dirname "$0")/lib.sh"
 
 [ $# -ge 2 ] || die "usage: bisect-build.sh KERNEL_SRC FRAGMENT..."
@@ -37,11 +39,25 @@ for f in "$@"; do
 done
 set -- "${frags[@]}"
 
+# What a build depends on besides the tree: the fragments and the scripts.
+config_id=$(for a in "$@" ci/build-kernel.sh ci/build-perf.sh ci/kconfig.py; do
+	if [ -f "$a" ]; then cat "$a"; else echo "$a"; fi
+done | md5sum | cut -c1-12)
+built=$out/built.list
+touch "$built"
+
 t_all=$SECONDS
 i=0
 for c in "${commits[@]}"; do
 	i=$((i + 1))
 	subject=$(git -C "$src" log -1 --format=%s "$c")
+	key="$(git -C "$src" rev-parse "$c^{tree}") $config_id"
+	if grep -qxF "$key" "$built"; then
+		printf '[%2d/%d] %-6s built before (same tree and config)\n' \
+			"$i" "${#commits[@]}" "${c:0:12}"
+		printf '        %s\n' "$subject"
+		continue
+	fi
 	files=$(git -C "$src" diff-tree --no-commit-id --name-only -r "$c")
 	git -C "$wt" checkout -q --detach "$c"
 	t0=$SECONDS
@@ -63,5 +79,6 @@ for c in "${commits[@]}"; do
 	printf '[%2d/%d] %-6s builds (%s, %d s)\n' "$i" "${#commits[@]}" \
 		"${c:0:12}" "$what" $((SECONDS - t0))
 	printf '        %s\n' "$subject"
+	echo "$key" >>"$built"
 done
 log "all ${#commits[@]} commits build, in $((SECONDS - t_all)) s"
