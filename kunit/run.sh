@@ -4,7 +4,7 @@
 # usage: kunit/run.sh [KERNEL_DIR] [--debug] [extra kunit.py run args...]
 #
 #   KERNEL_DIR  kernel tree with the series applied
-#               (default: /work/main/build/linux-unwind)
+#               (default: build/linux of this repository, see `make tree`)
 #   --debug     also enable KASAN, lockdep (PROVE_LOCKING) and
 #               DEBUG_ATOMIC_SLEEP; uses a separate build directory
 #
@@ -15,7 +15,9 @@
 # value (default 2), KBUILD_LOCK the lock file serialising kernel builds.
 set -eu
 
-KERNEL_DIR=/work/main/build/linux-unwind
+HERE=$(cd "$(dirname "$0")" && pwd)
+BUILD=$(cd "$HERE/.." && pwd)/build
+KERNEL_DIR=$BUILD/linux
 if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
 	KERNEL_DIR=$1
 	shift
@@ -27,9 +29,8 @@ if [ $# -gt 0 ] && [ "$1" = "--debug" ]; then
 	shift
 fi
 
-HERE=$(cd "$(dirname "$0")" && pwd)
 JOBS=${JOBS:-2}
-LOCK=${KBUILD_LOCK:-/work/main/build/.kbuild.lock}
+LOCK=${KBUILD_LOCK:-$BUILD/.kbuild.lock}
 
 if [ ! -x "$KERNEL_DIR/tools/testing/kunit/kunit.py" ]; then
 	echo "error: $KERNEL_DIR is not a kernel tree" >&2
@@ -42,10 +43,10 @@ fi
 
 set -- --kunitconfig=kernel/unwind "$@"
 if [ "$DEBUG" = 1 ]; then
-	BUILD_DIR=${BUILD_DIR:-/work/main/build/kunit-unwind-debug}
+	BUILD_DIR=${BUILD_DIR:-$BUILD/kunit-unwind-debug}
 	set -- --kunitconfig="$HERE/debug.config" "$@"
 else
-	BUILD_DIR=${BUILD_DIR:-/work/main/build/kunit-unwind}
+	BUILD_DIR=${BUILD_DIR:-$BUILD/kunit-unwind}
 fi
 
 CC_OPT=
