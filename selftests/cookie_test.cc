@@ -56,6 +56,8 @@ TEST(Cookie, SharedByAllSamplesAndEventsOfOneEntry)
 	/* Buffer 0 receives the records; 1 and 2 only sample. */
 	session::Options recv, clock2, task;
 	clock2.defer_output = task.defer_output = false;
+	/* Buffer 0 takes every record of three events: 64 pages overflow. */
+	recv.pages = 512;
 	clock2.period = 310000;
 	task.config = PERF_COUNT_SW_TASK_CLOCK;
 	task.period = 170000;

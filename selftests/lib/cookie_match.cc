@@ -182,13 +182,26 @@ std::string MatchResult::describe() const
 	  << " unmatched, " << orphans.size() << " orphan records, "
 	  << duplicates.size() << " duplicates, " << with_kernel_ip.size()
 	  << " with kernel ips, " << lost << " lost";
-	for (const Announce &a : unmatched)
+	/* The first few of each say which; the counts above say how many. */
+	size_t shown = 0;
+	for (const Announce &a : unmatched) {
+		if (shown++ == 8) {
+			o << "\n  ...";
+			break;
+		}
 		o << "\n  unmatched cookie 0x" << std::hex << a.cookie << std::dec
 		  << " tid " << a.tid << " (buffer " << a.buffer << ")";
-	for (const Delivery &d : orphans)
+	}
+	shown = 0;
+	for (const Delivery &d : orphans) {
+		if (shown++ == 8) {
+			o << "\n  ...";
+			break;
+		}
 		o << "\n  orphan record cookie 0x" << std::hex << d.cookie
 		  << std::dec << " tid " << d.tid << " (buffer " << d.buffer
 		  << ")";
+	}
 	return o.str();
 }
 
