@@ -25,7 +25,9 @@ TEST(Cookie, NonZeroAndNewForEveryEntry)
 {
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	session::Session s;
-	ASSERT_EQ(s.open(session::Options(), 0, -1), 0);
+	session::Options o;
+	o.pages = 512; /* no lost sample may hide a record's announcer */
+	ASSERT_EQ(s.open(o, 0, -1), 0);
 	s.enable();
 	work::mixed(0.3);
 	perf::CookieMatcher m;
@@ -56,8 +58,13 @@ TEST(Cookie, SharedByAllSamplesAndEventsOfOneEntry)
 	/* Buffer 0 receives the records; 1 and 2 only sample. */
 	session::Options recv, clock2, task;
 	clock2.defer_output = task.defer_output = false;
-	/* Buffer 0 takes every record of three events: 64 pages overflow. */
-	recv.pages = 512;
+	/*
+	 * Every sample and record must be kept, or orphans and unmatched
+	 * cookies mean nothing: big buffers, drained after every round of
+	 * reads (a debug kernel under TCG takes seconds for a 16 MiB read,
+	 * thousands of samples, so the rounds read 2 MiB).
+	 */
+	recv.pages = clock2.pages = task.pages = 512;
 	clock2.period = 310000;
 	task.config = PERF_COUNT_SW_TASK_CLOCK;
 	task.period = 170000;
@@ -66,12 +73,19 @@ TEST(Cookie, SharedByAllSamplesAndEventsOfOneEntry)
 	ASSERT_EQ(s.open(clock2, 0, -1), 0);
 	ASSERT_EQ(s.open(task, 0, -1), 0);
 	s.enable();
-	work::mixed(0.4, 16 << 20);
+	uint64_t until = work::now_ns() + 400000000;
+	do {
+		work::mixed(0, 2 << 20); /* one round: two reads, a spin */
+		s.drain();
+	} while (work::now_ns() < until);
 	perf::CookieMatcher m;
 	std::string err;
 	ASSERT_TRUE(s.stop(&m, &err)) << err;
 	perf::OrderResult o = m.check_next(0);
 	perf::MatchResult r = m.match();
+	ASSERT_EQ(r.lost, 0u) << "a ring buffer overflowed, so records are "
+				 "missing and nothing can be concluded: "
+			      << r.describe();
 
 	/* Entries sampled more than once, and by more than one event. */
 	std::map<uint64_t, std::set<size_t>> events_per_cookie;
