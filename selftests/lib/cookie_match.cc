@@ -151,23 +151,40 @@ OrderResult CookieMatcher::check_next(size_t record_buffer) const
 	return o;
 }
 
+namespace {
+
+/*
+ * One indented line per item, the first 8 only: they say which, the
+ * counts in the summary line say how many.
+ */
+template <typename T, typename Line>
+void list_first(std::ostringstream &o, const std::vector<T> &items,
+		Line line)
+{
+	for (size_t i = 0; i < items.size(); i++) {
+		o << "\n  ";
+		if (i == 8) {
+			o << "...";
+			break;
+		}
+		line(items[i]);
+	}
+}
+
+} // namespace
+
 std::string OrderResult::describe() const
 {
 	std::ostringstream o;
 	o << checked << " samples checked against the next record ("
 	  << late << " taken after their entry's record), " << trailing << " after the last record, " << mismatches.size()
 	  << " mismatches";
-	size_t shown = 0;
-	for (const OrderMismatch &m : mismatches) {
-		if (shown++ == 8) {
-			o << "\n  ...";
-			break;
-		}
-		o << "\n  sample tid " << m.sample.tid << " time "
-		  << m.sample.time << " (buffer " << m.sample.buffer
-		  << ") cookie 0x" << std::hex << m.sample.cookie
-		  << ", next record cookie 0x" << m.next_cookie << std::dec;
-	}
+	list_first(o, mismatches, [&o](const OrderMismatch &m) {
+		o << "sample tid " << m.sample.tid << " time " << m.sample.time
+		  << " (buffer " << m.sample.buffer << ") cookie 0x" << std::hex
+		  << m.sample.cookie << ", next record cookie 0x"
+		  << m.next_cookie << std::dec;
+	});
 	return o.str();
 }
 
@@ -182,26 +199,15 @@ std::string MatchResult::describe() const
 	  << " unmatched, " << orphans.size() << " orphan records, "
 	  << duplicates.size() << " duplicates, " << with_kernel_ip.size()
 	  << " with kernel ips, " << lost << " lost";
-	/* The first few of each say which; the counts above say how many. */
-	size_t shown = 0;
-	for (const Announce &a : unmatched) {
-		if (shown++ == 8) {
-			o << "\n  ...";
-			break;
-		}
-		o << "\n  unmatched cookie 0x" << std::hex << a.cookie << std::dec
+	list_first(o, unmatched, [&o](const Announce &a) {
+		o << "unmatched cookie 0x" << std::hex << a.cookie << std::dec
 		  << " tid " << a.tid << " (buffer " << a.buffer << ")";
-	}
-	shown = 0;
-	for (const Delivery &d : orphans) {
-		if (shown++ == 8) {
-			o << "\n  ...";
-			break;
-		}
-		o << "\n  orphan record cookie 0x" << std::hex << d.cookie
+	});
+	list_first(o, orphans, [&o](const Delivery &d) {
+		o << "orphan record cookie 0x" << std::hex << d.cookie
 		  << std::dec << " tid " << d.tid << " (buffer " << d.buffer
 		  << ")";
-	}
+	});
 	return o.str();
 }
 
