@@ -7,9 +7,13 @@
 src=$1
 [ -x "$src/scripts/checkpatch.pl" ] || die "$src/scripts/checkpatch.pl missing: run 'make tree'"
 mapfile -t series < <(series_files)
+# With the tree, as a maintainer runs it: that includes the SPDX check,
+# whose scripts/spdxcheck.py needs Debian's python3 (ply, git), not the
+# first python3 on PATH.
+export PATH=/usr/bin:$PATH
 bad=0
 for p in "${series[@]}"; do
-	if ! out=$(cd "$src" && perl scripts/checkpatch.pl --strict --no-tree \
+	if ! out=$(cd "$src" && perl scripts/checkpatch.pl --strict \
 		--terse --show-types --ignore FILE_PATH_CHANGES "$p" 2>&1); then
 		printf '%s\n' "$out" | sed "s|^|$(basename "$p"): |"
 		bad=$((bad + 1))
