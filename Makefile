@@ -51,6 +51,9 @@ PERF_SRC   := $(abspath $(PERF_TREE))
 PERF_OUT   := $(BUILD)/out/$(if $(filter $(BUILD)/linux,$(PERF_SRC)),linux,$(notdir $(PERF_SRC))-$(shell echo $(PERF_SRC) | md5sum | cut -c1-6))/perf
 endif
 RUN_DIR    := $(OUT)/vmtest-$(CONFIG)
+# ACCEL=kvm|tcg forces QEMU's accelerator; by default KVM is used only when
+# a short probe boot shows that it works (qemu/accel.py).
+export ACCEL
 
 .PHONY: help deps tree apply export kernel selftests perf initramfs vmtest \
 	vmtest-debug test checkpatch apply-fresh bisect-build check kunit clean

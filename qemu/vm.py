@@ -18,15 +18,12 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import accel  # noqa: E402
 import x86_64 as arch  # noqa: E402
 
 
-def kvm_usable():
-    return os.access("/dev/kvm", os.R_OK | os.W_OK)
-
-
-def command(a, accel_args):
-    cmd = [arch.QEMU, *accel_args, "-smp", str(a.smp), "-m", a.mem,
+def command(a, qemu, accel_args):
+    cmd = [qemu, *accel_args, "-smp", str(a.smp), "-m", a.mem,
            "-nodefaults", "-display", "none", "-no-reboot",
            "-kernel", a.kernel, "-initrd", a.initrd]
     for name in arch.SERIAL:
@@ -49,6 +46,9 @@ def main(argv=None):
     ap.add_argument("--timeout", type=int, default=600,
                     help="host-side limit for the whole boot and run (s)")
     ap.add_argument("--filter", default="")
+    ap.add_argument("--accel", default=os.environ.get("ACCEL", ""),
+                    help="kvm or tcg; default: KVM when a probe boots, "
+                    "else TCG")
     a = ap.parse_args(argv)
 
     for f in (a.kernel, a.initrd):
@@ -56,15 +56,21 @@ def main(argv=None):
             print(f"error: {f} missing: run 'make kernel selftests'",
                   file=sys.stderr)
             return 2
-    if not shutil.which(arch.QEMU):
-        print(f"error: {arch.QEMU} missing: run 'make deps'", file=sys.stderr)
+    qemu = os.environ.get("VMTEST_QEMU", arch.QEMU)  # tests: a fake QEMU
+    if not shutil.which(qemu):
+        print(f"error: {qemu} missing: run 'make deps'", file=sys.stderr)
         return 2
+    try:
+        acc, why = accel.choose(a.accel, qemu, a.kernel)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"vm: accelerator {acc}: {why}")
     os.makedirs(a.out, exist_ok=True)
     for name in arch.SERIAL:
         open(os.path.join(a.out, f"{name}.log"), "w").close()
-    kvm = kvm_usable()
-    cmd = command(a, arch.KVM_ARGS if kvm else arch.TCG_ARGS)
-    run = {"accel": "kvm" if kvm else "tcg", "smp": a.smp, "mem": a.mem,
+    cmd = command(a, qemu, arch.KVM_ARGS if acc == "kvm" else arch.TCG_ARGS)
+    run = {"accel": acc, "accel_reason": why, "smp": a.smp, "mem": a.mem,
            "timeout": a.timeout, "command": cmd}
     results = os.path.join(a.out, "results.log")
 

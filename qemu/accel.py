@@ -1,0 +1,79 @@
+"""Choose QEMU's accelerator: KVM only when a probe shows that it boots.
+
+A readable /dev/kvm proves nothing: on hosts with broken nested KVM, QEMU
+aborts at the first vCPU start ("failed to set MSR 0x10a") with -cpu host,
+and hangs silently with other CPU models. So the probe boots the test
+kernel itself under KVM with an early serial console and waits for its
+first line ("Linux version ..."), which a working KVM prints in well under
+a second. Anything else (QEMU exits, or prints nothing in time) means TCG,
+and the reason is kept for run.json and the summary.
+"""
+import os
+import select
+import signal
+import subprocess
+import time
+
+import x86_64 as arch
+
+FIRST_LINE = b"Linux version"
+
+
+def kvm_device():
+    return os.environ.get("VMTEST_KVM_DEV", "/dev/kvm")
+
+
+def probe_kvm(qemu, kernel, timeout):
+    """Boot kernel under KVM for at most timeout s: (works, reason)."""
+    dev = kvm_device()
+    if not os.path.exists(dev):
+        return False, f"no {dev}"
+    if not os.access(dev, os.R_OK | os.W_OK):
+        return False, f"{dev} is not readable and writable by this user"
+    cmd = [qemu, *arch.KVM_ARGS, "-smp", "1", "-m", "256", "-nodefaults",
+           "-display", "none", "-no-reboot", "-kernel", kernel,
+           "-serial", "stdio", "-append", arch.PROBE_CMDLINE]
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE,
+                                start_new_session=True)
+    except OSError as e:
+        return False, f"KVM probe could not start {qemu}: {e}"
+    out, hung = b"", False
+    try:
+        while True:
+            if time.monotonic() - t0 > timeout:
+                hung = True
+                break
+            ready, _, _ = select.select([proc.stdout], [], [], 0.1)
+            chunk = os.read(proc.stdout.fileno(), 4096) if ready else b""
+            out += chunk
+            if FIRST_LINE in out:
+                return True, (f"KVM probe reached the first console "
+                              f"line in {time.monotonic() - t0:.1f} s")
+            if (ready and not chunk) or proc.poll() is not None:
+                break  # QEMU closed its console or exited
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        err = proc.communicate()[1].decode(errors="replace").strip()
+    if hung:
+        return False, (f"KVM probe: no console output within {timeout:g} s "
+                       "(a broken nested KVM hangs like this)")
+    first = err.splitlines()[0] if err else "no message"
+    return False, (f"KVM probe: QEMU exited with status {proc.returncode} "
+                   f"before the first console line: {first}")
+
+
+def choose(forced, qemu, kernel, timeout=10):
+    """(accel, reason) with accel 'kvm' or 'tcg'; forced is '', kvm or tcg."""
+    if forced == "tcg":
+        return "tcg", "forced by ACCEL=tcg"
+    if forced == "kvm":
+        return "kvm", "forced by ACCEL=kvm (no probe)"
+    if forced:
+        raise ValueError(f"ACCEL={forced}: use ACCEL=kvm or ACCEL=tcg")
+    ok, why = probe_kvm(qemu, kernel, timeout)
+    return ("kvm", why) if ok else ("tcg", why)
