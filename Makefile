@@ -24,12 +24,13 @@ endif
 # against different trees never share a file.
 OUT        := $(BUILD)/out/$(TREE_ID)
 KOBJ       := $(OUT)/kobj-$(CONFIG)
-# kunit/feature.config holds the options the series adds: on a tree that
-# does not define them they are left out (ci/kconfig.py --series).
-FRAGMENTS  := qemu/config/base.config qemu/config/feature.config \
-	      --series kunit/feature.config
+# The guest kernel's config fragments, named by role. series.config holds
+# the options the series adds: on a tree that does not define them they
+# are left out (ci/kconfig.py --series).
+FRAGMENTS  := qemu/config/guest.config qemu/config/kunit-at-boot.config \
+	      --series qemu/config/series.config
 ifeq ($(CONFIG),debug)
-FRAGMENTS  += qemu/config/debug.config
+FRAGMENTS  += qemu/config/debug-checks.config
 VM_TIMEOUT ?= 1500
 else ifneq ($(CONFIG),normal)
 $(error CONFIG=$(CONFIG): use CONFIG=normal or CONFIG=debug)
@@ -54,9 +55,13 @@ RUN_DIR    := $(OUT)/vmtest-$(CONFIG)
 # ACCEL=kvm|tcg forces QEMU's accelerator; by default KVM is used only when
 # a short probe boot shows that it works (qemu/accel.py).
 export ACCEL
+# EXPECT_FEATURE=yes|no|auto: whether a skipped feature test fails (auto:
+# yes when the kernel's .config enables the series, CONFIG_UNWIND_USER=y).
+export EXPECT_FEATURE
+
 
 .PHONY: help deps tree apply export kernel selftests perf initramfs vmtest \
-	vmtest-debug test checkpatch apply-fresh bisect-build check kunit clean
+	verdict vmtest-debug test checkpatch apply-fresh bisect-build check kunit clean
 
 help: ## list the targets
 	@echo "usage: make TARGET [KERNEL=DIR] [CONFIG=normal|debug] [FILTER=gtest-filter] [PERF_TREE=DIR]"
@@ -93,6 +98,9 @@ initramfs: selftests perf $(TREE_DEP) ## pack busybox, qemu/init, perf and the s
 
 vmtest: kernel initramfs ## boot the guest, run KUnit + selftests, print the verdict
 	@bash ci/vmtest.sh "$(KOBJ)" "$(INITRD)" "$(RUN_DIR)" "$(SMP)" "$(VM_TIMEOUT)" "$(FILTER)"
+
+verdict: ## judge a saved run again without booting: make verdict RUN=DIR
+	@bash ci/verdict.sh "$(RUN)"
 
 vmtest-debug: ## make vmtest on the debug kernel (KASAN, lockdep, atomic sleep)
 	@$(MAKE) --no-print-directory vmtest CONFIG=debug

@@ -21,8 +21,9 @@ import re
 import subprocess
 import sys
 
-TINY = ["kernel/configs/tiny-base.config", "kernel/configs/tiny.config",
-        "arch/x86/configs/tiny.config"]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "qemu"))
+from x86_64 import TINY_CONFIGS as TINY  # noqa: E402
 SYMBOL = re.compile(r"^\s*(?:menu)?config\s+(\w+)\s*$")
 SET = re.compile(r"^(CONFIG_\w+)=(.*)$")
 UNSET = re.compile(r"^# (CONFIG_\w+) is not set$")

@@ -33,8 +33,29 @@ patch_subject() {
 		sub(/^\[[^]]*\] */, "", s); print s; exit}' "$1"
 }
 
+# kernel_cc: the CC= for kernel builds: gcc through ccache unless CCACHE=0
+# or ccache is missing; exports ccache's settings.
+kernel_cc() {
+	if [ "${CCACHE:-1}" = 1 ] && command -v ccache >/dev/null; then
+		# Paths under the checkout are hashed relative to it, so a
+		# fresh clone in another directory still hits the cache.
+		export CCACHE_BASEDIR=$ROOT CCACHE_NOHASHDIR=1
+		export CCACHE_SLOPPINESS=time_macros
+		export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+		echo "ccache gcc"
+	else
+		echo gcc
+	fi
+}
+
 # Run a kernel build under one lock: two cores, one build at a time.
 with_build_lock() {
 	mkdir -p "$BUILD"
 	flock "$BUILD/.kbuild.lock" "$@"
+}
+
+# arch NAME: one setting of the guest architecture. qemu/x86_64.py is the
+# only place that knows them (image path, make target, QEMU arguments).
+arch() {
+	/usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import x86_64; print(getattr(x86_64, sys.argv[2]))' "$ROOT/qemu" "$1"
 }

@@ -31,13 +31,17 @@ trap 'rm -f "$list"' EXIT
 	echo "nod /dev/console 0600 0 0 c 5 1"
 	echo "file /bin/busybox $busybox 0755 0 0"
 	for app in sh mount cat grep sed ls sync reboot nproc timeout uname \
-		echo sleep id su chown chmod mkdir taskset; do
+		echo sleep id su chown chmod mkdir taskset rm; do
 		echo "slink /bin/$app /bin/busybox 0777 0 0"
 	done
 	echo "file /init $ROOT/qemu/init 0755 0 0"
 	if [ -n "${PERF_BIN:-}" ]; then
 		[ -x "$PERF_BIN" ] || die "PERF_BIN=$PERF_BIN missing: run 'make perf'"
 		echo "file /bin/perf $PERF_BIN 0755 0 0"
+	fi
+	# Per-program timeouts and which programs may run side by side.
+	if [ -f "$ROOT/selftests/settings" ]; then
+		echo "file /selftests/settings $ROOT/selftests/settings 0644 0 0"
 	fi
 	find "$tests" -maxdepth 1 -type f | LC_ALL=C sort | while read -r f; do
 		echo "file /selftests/$(basename "$f") $f 0755 0 0"
@@ -46,4 +50,6 @@ trap 'rm -f "$list"' EXIT
 mkdir -p "$(dirname "$out")"
 KBUILD_BUILD_TIMESTAMP=0 "$gen" -t 0 "$list" | gzip -n -1 >"$out.tmp"
 mv "$out.tmp" "$out"
+# What was packed: the host checks that every one of these reported.
+find "$tests" -maxdepth 1 -type f -name '*_test' -printf '%f\n' | LC_ALL=C sort >"$out.programs"
 log "initramfs: $out ($(du -k "$out" | cut -f1) KiB)"

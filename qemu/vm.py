@@ -2,7 +2,8 @@
 """Boot the test guest once and save what it said.
 
 usage: vm.py --kernel BZIMAGE --initrd CPIO --out DIR [--smp N] [--mem M]
-             [--timeout S] [--filter GTEST_FILTER]
+             [--timeout S] [--filter GTEST_FILTER] [--jobs N]
+             [--accel kvm|tcg]
 
 Writes DIR/console.log (ttyS0: boot log, KUnit, splats), DIR/results.log
 (ttyS1: the selftests' KTAP) and DIR/run.json (accelerator, times, exit
@@ -30,7 +31,7 @@ def command(a, qemu, accel_args):
         path = os.path.join(a.out, f"{name}.log")
         cmd += ["-chardev", f"file,id={name},path={path}",
                 "-serial", f"chardev:{name}"]
-    append = f"{arch.CMDLINE} vmtest.cpus={a.smp} vmtest.timeout={a.timeout}"
+    append = f"{arch.CMDLINE} vmtest.cpus={a.smp} vmtest.jobs={a.jobs}"
     if a.filter:
         append += f" vmtest.filter={a.filter}"
     return cmd + ["-append", append]
@@ -46,6 +47,10 @@ def main(argv=None):
     ap.add_argument("--timeout", type=int, default=600,
                     help="host-side limit for the whole boot and run (s)")
     ap.add_argument("--filter", default="")
+    ap.add_argument("--jobs", type=int, default=2,
+                    help="selftest programs that may share the guest "
+                    "(alone=no in selftests/settings) run this many at a "
+                    "time")
     ap.add_argument("--accel", default=os.environ.get("ACCEL", ""),
                     help="kvm or tcg; default: KVM when a probe boots, "
                     "else TCG")
@@ -71,7 +76,8 @@ def main(argv=None):
         open(os.path.join(a.out, f"{name}.log"), "w").close()
     cmd = command(a, qemu, arch.KVM_ARGS if acc == "kvm" else arch.TCG_ARGS)
     run = {"accel": acc, "accel_reason": why, "smp": a.smp, "mem": a.mem,
-           "timeout": a.timeout, "command": cmd}
+           "timeout": a.timeout, "filter": a.filter, "jobs": a.jobs,
+           "command": cmd}
     results = os.path.join(a.out, "results.log")
 
     t0 = time.monotonic()

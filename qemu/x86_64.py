@@ -2,6 +2,10 @@
 
 QEMU = "qemu-system-x86_64"
 KERNEL_IMAGE = "arch/x86/boot/bzImage"
+MAKE_TARGET = "bzImage"
+# tinyconfig's fragments: the generic ones, then this architecture's.
+TINY_CONFIGS = ["kernel/configs/tiny-base.config", "kernel/configs/tiny.config",
+                "arch/x86/configs/tiny.config"]
 # Boot parameters. panic=-1 reboots at once on a panic, and -no-reboot
 # turns that reboot into QEMU's exit, so a panic ends the run in seconds.
 CMDLINE = ("console=ttyS0,115200 panic=-1 rdinit=/init "

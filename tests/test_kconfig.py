@@ -33,14 +33,14 @@ def test_nothing_missing_when_all_survive():
 
 def test_debug_fragment_turns_off_slub_tiny():
     """tinyconfig's SLUB_TINY silently blocks KASAN."""
-    lines = open(os.path.join(QEMU_CONFIG, "debug.config")).read().splitlines()
+    lines = open(os.path.join(QEMU_CONFIG, "debug-checks.config")).read().splitlines()
     opts = kconfig.parse(lines)
     assert opts["CONFIG_KASAN"] == "y"
     assert opts["CONFIG_SLUB_TINY"] == "n"
 
 
 def test_base_fragment_keeps_acpi_for_smp():
-    lines = open(os.path.join(QEMU_CONFIG, "base.config")).read().splitlines()
+    lines = open(os.path.join(QEMU_CONFIG, "guest.config")).read().splitlines()
     opts = kconfig.parse(lines)
     assert opts["CONFIG_ACPI"] == "y" and opts["CONFIG_SMP"] == "y"
 

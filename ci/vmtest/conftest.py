@@ -8,14 +8,20 @@ from vmtest import report  # noqa: E402
 
 def pytest_addoption(parser):
     parser.addoption("--vmtest-dir", help="directory written by qemu/vm.py")
-    parser.addoption("--vmtest-config", help="the guest kernel's .config")
+    parser.addoption("--vmtest-config", help="the guest kernel's .config "
+                     "(default: kernel.config in --vmtest-dir)")
+    parser.addoption("--vmtest-expect-feature", default="auto",
+                     choices=("yes", "no", "auto"),
+                     help="a skipped feature test fails (yes), may skip "
+                     "(no), or as the .config says (auto)")
 
 
 def _report(config):
     if not hasattr(config, "_vmtest_report"):
         d = config.getoption("--vmtest-dir")
         config._vmtest_report = report.analyze(
-            d, config.getoption("--vmtest-config")) if d else None
+            d, config.getoption("--vmtest-config"),
+            config.getoption("--vmtest-expect-feature")) if d else None
     return config._vmtest_report
 
 

@@ -19,6 +19,7 @@ class Case:
     name: str
     status: str                # pass, fail, skip
     message: str = ""
+    kind: str = ""             # selftests: "conformance" or "extension"
 
     @property
     def id(self):
@@ -30,10 +31,36 @@ class Report:
     cases: list = field(default_factory=list)
     run: dict = field(default_factory=dict)
     splats: list = field(default_factory=list)
+    expect_feature: bool = False   # the kernel enables the series' feature
+    series: bool = False           # the kernel is built from the series
 
 
 DONE = "# vmtest-done"
+CONSOLE_END = "vmtest: console end marker"
 KUNIT_OPTION = re.compile(r"^CONFIG_\w+_KUNIT_TEST=y$", re.M)
+# The feature: what makes a skip of a feature test a failure (SPEC 5).
+FEATURE_OPTION = "CONFIG_UNWIND_USER=y"
+# The series' own KUnit suites (upstream Linux has none): a kernel whose
+# .config knows these options is built from the series, and each one that
+# is enabled must show up on the console with its cases.
+SERIES_KUNIT = {
+    "CONFIG_UNWIND_USER_KUNIT_TEST": "unwind_user",
+    "CONFIG_UNWIND_DEFERRED_KUNIT_TEST": "unwind_deferred",
+}
+# A skip that is fine on a feature kernel: the test only applies without
+# the feature, or needs hardware no guest has (selftests/lib/test_class.h).
+NOT_APPLICABLE = "not applicable"
+EXTENSION = "extension:"
+# The guest sanity check is no feature test: it never makes a run "ran".
+GUEST_SUITE = "selftests/guest"
+TAINT = re.compile(r"^# vmtest-taint-(start|end): (\d+)$", re.M)
+# Documentation/admin-guide/tainted-kernels.rst, bit 0 first.
+TAINT_FLAGS = "PFSRMBUDAWCIOELKXTN"
+
+
+def _kind(diagnostics):
+    return "extension" if any(d.startswith(EXTENSION) for d in diagnostics) \
+        else "conformance"
 
 
 def _leaves(node, suite, out, prefix=""):
@@ -54,7 +81,8 @@ def _leaves(node, suite, out, prefix=""):
             if c.status == "skip":
                 msg = c.directive[4:].strip() if \
                     c.directive.upper().startswith("SKIP") else msg
-            out.append(Case(suite, name, c.status, msg))
+            out.append(Case(suite, name, c.status, msg,
+                            _kind(c.diagnostics)))
 
 
 def _suites(parsed, kind, out):
@@ -78,8 +106,73 @@ def _check(cases, name, problems, what):
                       "\n".join(problems) if problems else what))
 
 
-def analyze(run_dir, config_path=None):
-    """Read console.log, results.log and run.json from run_dir."""
+def _taint(results, finished):
+    """Problems with the guest's taint report (start and end values)."""
+    seen = dict((k, int(v)) for k, v in TAINT.findall(results))
+    if "end" not in seen:
+        return ["init reported no taint at the end of the run"] \
+            if finished else []
+    new = seen["end"] & ~seen.get("start", 0)
+    if not new:
+        return []
+    flags = "".join(f for i, f in enumerate(TAINT_FLAGS) if new >> i & 1)
+    return [f"the kernel was tainted during the run: "
+            f"/proc/sys/kernel/tainted {seen.get('start', '?')} -> "
+            f"{seen['end']} (new flags {flags or hex(new)}; see "
+            "Documentation/admin-guide/tainted-kernels.rst)"]
+
+
+def _programs(run_dir, st, filt):
+    """Problems: a built program that did not report, one that printed
+    nothing, one that ran no test, or no test at all (a FILTER that
+    matches nothing)."""
+    problems = []
+    reported = {p.name: p for p in st.root.children}
+    path = os.path.join(run_dir, "programs.txt")
+    if os.path.exists(path):
+        for name in open(path).read().split():
+            if name not in reported:
+                problems.append(f"{name} was built and packed but never "
+                                "reported")
+    ran = 0
+    for p in st.root.children:
+        if p.name == GUEST_SUITE.split("/")[1]:
+            continue
+        if p.plan is None and not p.children:
+            problems.append(f"{p.name} printed no KTAP at all")
+        elif p.plan == 0 and not filt:
+            problems.append(f"{p.name}: plan 1..0, the program ran no test")
+        ran += len(p.children)
+    if st.root.children and ran == 0:
+        problems.append(f"no selftest ran: FILTER='{filt}' matches no test"
+                        if filt else "no selftest ran (every plan 1..0)")
+    return problems
+
+
+def _expect(cases, expect_feature, series):
+    """Feature expected: a skip is a failure. Not the series: a failed
+    extension does not fail the run."""
+    for c in cases:
+        if c.status == "skip" and expect_feature and c.suite != "run" and (
+                c.suite.startswith("selftests/") and
+                not c.message.startswith(NOT_APPLICABLE) or
+                c.suite[len("kunit/"):] in SERIES_KUNIT.values()):
+            c.status = "fail"
+            c.message = (f"skipped on a kernel with the feature "
+                         f"({FEATURE_OPTION}; EXPECT_FEATURE=no to allow): "
+                         f"{c.message}")
+        elif c.status == "fail" and c.kind == "extension" and not series:
+            c.status = "skip"
+            c.message = ("extension beyond upstream's ABI failed on a "
+                         f"kernel without the series (not counted): "
+                         f"{c.message}")
+
+
+def analyze(run_dir, config_path=None, expect="auto"):
+    """Read console.log, results.log and run.json from run_dir.
+
+    expect: "yes", "no" or "auto" (from the kernel .config): whether the
+    kernel has the feature, so that a skipped feature test fails."""
     rep = Report()
     read = lambda f: open(os.path.join(run_dir, f), errors="replace").read() \
         if os.path.exists(os.path.join(run_dir, f)) else ""
@@ -88,6 +181,14 @@ def analyze(run_dir, config_path=None):
         rep.run = json.loads(read("run.json") or "{}")
     except json.JSONDecodeError:
         rep.run = {}
+    config_path = config_path or os.path.join(run_dir, "kernel.config")
+    config = open(config_path).read() if os.path.exists(config_path) else ""
+    opts = set(re.findall(r"^(?:# )?(CONFIG_\w+)[= ]", config, re.M))
+    if expect not in ("yes", "no", "auto"):
+        raise ValueError(f"EXPECT_FEATURE={expect}: use yes, no or auto")
+    rep.expect_feature = expect == "yes" or (
+        expect == "auto" and FEATURE_OPTION in config.splitlines())
+    rep.series = any(o in opts for o in SERIES_KUNIT)
     cases = rep.cases
 
     # The guest must have finished, by itself, in time.
@@ -98,7 +199,8 @@ def analyze(run_dir, config_path=None):
         finished += console.splitlines()[-8:]
     elif "Kernel panic - not syncing" in console:
         finished.append("the guest kernel panicked")
-    if not results.rstrip().endswith(DONE):
+    done = results.rstrip().endswith(DONE)
+    if not done:
         finished.append("the guest never wrote its done marker on the "
                         "results channel: init died or the kernel stopped")
         if results.strip():
@@ -107,24 +209,42 @@ def analyze(run_dir, config_path=None):
     _check(cases, "guest_finished", finished,
            "init wrote the done marker; no timeout")
 
-    # The console must be clean.
+    # The console must be there, whole, and clean.
+    if not console.strip():
+        whole = ["the console is empty: the kernel printed nothing, or its "
+                 "serial output was lost"]
+    elif done and CONSOLE_END not in console:
+        whole = ["the console ends before init's end marker: the last "
+                 "kernel messages (a late splat?) never arrived"]
+    else:
+        whole = []
+    _check(cases, "console_complete", whole,
+           "the console holds the boot log and init's end marker")
     rep.splats = splat.scan(console)
     _check(cases, "no_kernel_splat",
            [f"{k}: " + "\n    ".join(lines) for k, lines in rep.splats],
            "no WARN/BUG/Oops/KASAN/lockdep/stall/hung task on the console")
+    _check(cases, "no_new_taint", _taint(results, done),
+           "/proc/sys/kernel/tainted did not change during the run")
 
-    # KUnit: expected whenever the kernel was built with a KUnit suite.
-    want_kunit = False
-    if config_path and os.path.exists(config_path):
-        want_kunit = bool(KUNIT_OPTION.search(open(config_path).read()))
+    # KUnit: expected whenever the kernel was built with a KUnit suite,
+    # and every suite of the series that the .config enables must appear.
     kunit = ktap.parse(console)
     if kunit.found:
         _check(cases, "kunit_ktap", kunit.problems,
                f"KUnit: {len(kunit.root.children)} suites, plan matches")
         _suites(kunit, "kunit", cases)
-    elif want_kunit:
+    elif KUNIT_OPTION.search(config):
         _check(cases, "kunit_ktap", ["the kernel has KUnit suites but the "
                                      "console holds no KUnit KTAP plan"], "")
+    suites = {s.name: s for s in kunit.root.children} if kunit.found else {}
+    absent = [f"{suite} ({opt}=y) did not run" if suite not in suites else
+              f"{suite} ran no case" for opt, suite in SERIES_KUNIT.items()
+              if f"{opt}=y" in config.splitlines() and
+              not (suite in suites and suites[suite].children)]
+    if rep.series:
+        _check(cases, "kunit_series_suites", absent,
+               "every KUnit suite of the series ran its cases")
 
     # Selftests: the results channel.
     st = ktap.parse(results, strip_timestamps=False)
@@ -133,6 +253,10 @@ def analyze(run_dir, config_path=None):
            f"selftests: {len(st.root.children)} programs, plan matches")
     if st.found:
         _suites(st, "selftests", cases)
+        _check(cases, "every_program_ran",
+               _programs(run_dir, st, rep.run.get("filter", "")),
+               "every packed program reported and ran tests")
+    _expect(cases, rep.expect_feature, rep.series)
     return rep
 
 
@@ -151,9 +275,17 @@ def summary(rep):
            ("pass", "fail", "skip")}
     out.append(f"{'total':<{width}}  {tot['pass']:>6} {tot['fail']:>6} "
                f"{tot['skip']:>7}")
+    out.append(classes(rep))
+    out.append("kernel: " + ("the series" if rep.series else
+                             "not the series") + ", feature " +
+               ("expected: a skipped feature test fails" if
+                rep.expect_feature else "not expected: feature tests may "
+                "skip"))
     r = rep.run
-    out.append(f"accelerator {r.get('accel', '?')}, -smp {r.get('smp', '?')}"
-               f", boot to init {r.get('boot_seconds')} s, whole run "
+    out.append(f"accelerator {r.get('accel', '?')} "
+               f"({r.get('accel_reason', 'no reason recorded')}), "
+               f"-smp {r.get('smp', '?')}, boot to init "
+               f"{r.get('boot_seconds')} s, whole run "
                f"{r.get('total_seconds')} s")
     for c in rep.cases:
         if c.status == "fail":
@@ -162,11 +294,23 @@ def summary(rep):
     return out
 
 
+def classes(rep):
+    """'conformance P/N, extensions Q/M': selftest cases that ran."""
+    n = {k: [0, 0] for k in ("conformance", "extension")}
+    for c in rep.cases:
+        if c.suite.startswith("selftests/") and c.suite != GUEST_SUITE \
+                and c.kind and c.status != "skip":
+            n[c.kind][0] += c.status == "pass"
+            n[c.kind][1] += 1
+    return (f"conformance {n['conformance'][0]}/{n['conformance'][1]}, "
+            f"extensions {n['extension'][0]}/{n['extension'][1]}")
+
+
 def exit_code(rep):
     """SPEC section 5: 0 passed, 1 a failure, 4 every guest test skipped."""
     if any(c.status == "fail" for c in rep.cases):
         return 1
-    guest = [c for c in rep.cases if c.suite != "run"]
+    guest = [c for c in rep.cases if c.suite not in ("run", GUEST_SUITE)]
     if guest and all(c.status == "skip" for c in guest):
         return 4
     return 0
