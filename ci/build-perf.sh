@@ -15,15 +15,27 @@ fi
 src=$(realpath "$1") out=$(realpath -m "$2")
 [ -d "$src/tools/perf" ] || die "$src/tools/perf missing: not a kernel tree"
 mkdir -p "$out"
+# Every optional part off: the switches known to work on 6.12, plus every
+# NO_* switch the tree's own Makefiles and Build files test, so a newer
+# tree's new optional parts (a Rust test workload whose static archive
+# fails to link, say) are off too. KEEP lists what the guest's perf needs.
+KEEP=" NO_LIBELF NO_SYSCALL_TABLE NO_BIONIC "
+switches=(NO_LIBPERL=1 NO_LIBPYTHON=1 NO_SLANG=1 NO_GTK2=1 NO_LIBUNWIND=1
+	NO_LIBDW=1 NO_LIBTRACEEVENT=1 NO_LIBBPF=1 NO_BPF_SKEL=1 NO_JVMTI=1
+	NO_LIBCRYPTO=1 NO_LIBNUMA=1 NO_LIBCAP=1 NO_LIBBABELTRACE=1 NO_LZMA=1
+	NO_ZSTD=1 NO_DEMANGLE=1 NO_LIBPFM4=1 NO_SDT=1 NO_AUXTRACE=1
+	NO_LIBLLVM=1 NO_CAPSTONE=1 NO_SHELLCHECK=1 NO_LIBDEBUGINFOD=1)
+for sw in $(find "$src/tools/perf" -maxdepth 2 \( -name 'Makefile*' -o -name Build \) \
+		-exec grep -ohE '\b(ifn?def|if(n)?eq \(\$\()\s*\(?NO_[A-Z0-9_]+' {} + |
+	grep -oE 'NO_[A-Z0-9_]+' | sort -u); do
+	case "$KEEP ${switches[*]} " in *" $sw "* | *" $sw=1 "*) continue ;; esac
+	switches+=("$sw=1")
+done
+echo "${switches[*]}" >"$out/switches"
 t0=$SECONDS
 make -s -C "$src/tools/perf" O="$out" -j"$(nproc)" LDFLAGS=-static \
-	NO_LIBPERL=1 NO_LIBPYTHON=1 NO_SLANG=1 NO_GTK2=1 NO_LIBUNWIND=1 \
-	NO_LIBDW=1 NO_LIBTRACEEVENT=1 NO_LIBBPF=1 NO_BPF_SKEL=1 NO_JVMTI=1 \
-	NO_LIBCRYPTO=1 NO_LIBNUMA=1 NO_LIBCAP=1 NO_LIBBABELTRACE=1 NO_LZMA=1 \
-	NO_ZSTD=1 NO_DEMANGLE=1 NO_LIBPFM4=1 NO_SDT=1 NO_AUXTRACE=1 \
-	NO_LIBLLVM=1 NO_CAPSTONE=1 NO_SHELLCHECK=1 NO_LIBDEBUGINFOD=1 \
-	WERROR=0 perf >"$out/build.log" 2>&1 || {
+	"${switches[@]}" WERROR=0 perf >"$out/build.log" 2>&1 || {
 	tail -30 "$out/build.log" >&2
-	die "perf build failed (log: $out/build.log)"
+	die "perf build failed (log: $out/build.log; switches: $out/switches)"
 }
 log "perf built in $((SECONDS - t0)) s: $out/perf ($(du -k "$out/perf" | cut -f1) KiB)"

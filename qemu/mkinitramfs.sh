@@ -23,7 +23,18 @@ if [ ! -x "$gen" ]; then
 fi
 
 list=$(mktemp)
-trap 'rm -f "$list"' EXIT
+stage=$(mktemp -d)
+trap 'rm -rf "$list" "$stage"' EXIT
+# Debug info is half of every static binary and only slows the guest's
+# unpacking of the initramfs under TCG; the symbol tables, which the tests
+# and perf resolve addresses with, stay.
+strip_copy() { # strip_copy FILE: FILE without debug info (or as it is)
+	if strip --strip-debug -o "$stage/${1##*/}" "$1" 2>/dev/null; then
+		echo "$stage/${1##*/}"
+	else
+		echo "$1"
+	fi
+}
 {
 	for d in /bin /sbin /dev /proc /sys /tmp /selftests; do
 		echo "dir $d 0755 0 0"
@@ -37,14 +48,14 @@ trap 'rm -f "$list"' EXIT
 	echo "file /init $ROOT/qemu/init 0755 0 0"
 	if [ -n "${PERF_BIN:-}" ]; then
 		[ -x "$PERF_BIN" ] || die "PERF_BIN=$PERF_BIN missing: run 'make perf'"
-		echo "file /bin/perf $PERF_BIN 0755 0 0"
+		echo "file /bin/perf $(strip_copy "$PERF_BIN") 0755 0 0"
 	fi
 	# Per-program timeouts and which programs may run side by side.
 	if [ -f "$ROOT/selftests/settings" ]; then
 		echo "file /selftests/settings $ROOT/selftests/settings 0644 0 0"
 	fi
 	find "$tests" -maxdepth 1 -type f | LC_ALL=C sort | while read -r f; do
-		echo "file /selftests/$(basename "$f") $f 0755 0 0"
+		echo "file /selftests/$(basename "$f") $(strip_copy "$f") 0755 0 0"
 	done
 } >"$list"
 mkdir -p "$(dirname "$out")"

@@ -1,4 +1,7 @@
-"""Golden guest logs (tests/data/<case>/) through the host's verdict."""
+"""Crafted guest logs (tests/data/<case>/) for the failures a real run
+cannot be made to show on demand (a panic, a hang, a broken KTAP stream,
+a splat); the real runs and the failures derived from them are in
+test_verdict.py."""
 import os
 
 import pytest
@@ -19,41 +22,6 @@ def failed(rep):
 
 def by_id(rep):
     return {c.id: c for c in rep.cases}
-
-
-def test_pass_every_case_is_its_own_test():
-    rep = analyze("pass")
-    cases = by_id(rep)
-    assert failed(rep) == {}
-    assert cases["kunit/unwind_user_fp/fp_chain_of_known_depth"].status == "pass"
-    assert cases["kunit/unwind_user_fp/fp_compat_frames"].status == "skip"
-    assert cases["kunit/unwind_user_fp/fp_compat_frames"].message == \
-        "no IA32 emulation"
-    assert cases["kunit/unwind_deferred/register_exhaustion"].status == "pass"
-    assert cases["selftests/guest/cpu_count"].status == "pass"
-    assert cases["selftests/callchain_test/"
-                 "Callchain.KernelAndUserPartsHoldTheRecursion"].status == "pass"
-    assert cases["selftests/deferred_test/Deferred.MarkerAndCookie"].message \
-        == "kernel lacks defer_callchain: EINVAL"
-    # 5 KUnit + 5 selftest cases + 4 run-level checks.
-    assert len(rep.cases) == 14
-    assert report.exit_code(rep) == 0
-
-
-def test_fail_names_the_case_and_its_message():
-    rep = analyze("fail")
-    f = failed(rep)
-    key = "selftests/callchain_test/Callchain.KernelAndUserPartsHoldTheRecursion"
-    assert list(f) == [key]
-    assert "holds 8 return addresses" in f[key]
-    assert report.exit_code(rep) == 1
-    assert any(key in line for line in report.summary(rep))
-
-
-def test_all_skipped_exits_4():
-    rep = analyze("skip")
-    assert failed(rep) == {}
-    assert report.exit_code(rep) == 4
 
 
 def test_panic_fails_fast_with_the_oops_lines():
@@ -88,7 +56,7 @@ def test_bad_count_fails():
 def test_splat_fails_although_every_test_passed():
     rep = analyze("splat")
     f = failed(rep)
-    assert list(f) == ["run/no_kernel_splat"]
+    assert "run/no_kernel_splat" in f
     assert "WARNING: CPU: 2 PID: 71 at kernel/unwind/deferred.c:120" in \
         f["run/no_kernel_splat"]
 

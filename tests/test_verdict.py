@@ -1,0 +1,269 @@
+"""make verdict on real golden runs and on the failures derived from them.
+
+tests/data/{normal,debug,base}/ are real runs saved by make vmtest (the
+patched kernel, the debug kernel, the unpatched 6.12 base with the
+patched perf); see tests/data/README. Each failure mode the verdict must
+catch is made here from the real normal run by the smallest edit that
+produces it, then judged through `make verdict RUN=DIR` itself, so the
+exit code and the summary a user sees are what is tested.
+"""
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "tests", "data")
+RESULT = re.compile(r"^(ok|not ok) (\d+) (\S+)(.*)$")
+
+
+def verdict(run_dir, expect=None):
+    env = dict(os.environ)
+    env.pop("EXPECT_FEATURE", None)
+    if expect:
+        env["EXPECT_FEATURE"] = expect
+    p = subprocess.run(["make", "-s", "--no-print-directory", "-C", ROOT,
+                        "verdict", f"RUN={run_dir}"], env=env,
+                       capture_output=True, text=True)
+    # make turns the script's exit code into its own 2: take the script's.
+    m = re.search(r"vmtest: (PASS|FAIL \(exit 1\)|every guest test skipped)",
+                  p.stdout + p.stderr)
+    code = {"PASS": 0, "every guest test skipped": 4}.get(
+        m.group(1), 1) if m else p.returncode
+    return code, p.stdout + p.stderr
+
+
+class Run:
+    """A copy of a golden run that a test may edit."""
+
+    def __init__(self, tmp_path, name="normal"):
+        self.dir = str(tmp_path / name)
+        shutil.copytree(os.path.join(DATA, name), self.dir)
+
+    def path(self, f):
+        return os.path.join(self.dir, f)
+
+    def read(self, f):
+        return open(self.path(f)).read()
+
+    def write(self, f, text):
+        open(self.path(f), "w").write(text)
+
+    def blocks(self):
+        """results.log as (head, [(program, lines)], tail)."""
+        lines = self.read("results.log").splitlines()
+        plan = next(i for i, l in enumerate(lines) if l.startswith("1.."))
+        head, blocks, cur = lines[:plan + 1], [], []
+        tail = []
+        for l in lines[plan + 1:]:
+            m = RESULT.match(l)
+            if m:
+                blocks.append([m.group(3), cur + [l]])
+                cur = []
+            elif l.startswith("# "):
+                tail.append(l)
+            else:
+                cur.append(l)
+        return head, blocks, tail
+
+    def set_blocks(self, head, blocks, tail):
+        out = [l for l in head if not l.startswith("1..")]
+        out.append(f"1..{len(blocks)}")
+        for n, (_, lines) in enumerate(blocks, 1):
+            *body, last = lines
+            m = RESULT.match(last)
+            out += body + [f"{m.group(1)} {n} {m.group(3)}{m.group(4)}"]
+        self.write("results.log", "\n".join(out + tail) + "\n")
+
+
+@pytest.mark.parametrize("name", ["normal", "debug"])
+def test_real_runs_of_the_series_pass(name, tmp_path):
+    code, out = verdict(Run(tmp_path, name).dir)
+    assert code == 0, out
+    assert "kernel: the series, feature expected" in out
+    assert re.search(r"conformance (\d+)/\1, extensions (\d+)/\2", out), out
+
+
+def test_real_run_of_the_unpatched_base_passes_with_skips(tmp_path):
+    run = Run(tmp_path, "base")
+    code, out = verdict(run.dir)
+    assert code == 0, out
+    assert "kernel: not the series, feature not expected" in out
+    assert re.search(r"conformance (\d+)/\1", out), out
+    assert "kernel lacks defer_callchain" in run.read("junit.xml")
+
+
+def test_every_feature_test_skipped_on_a_feature_kernel_fails(tmp_path):
+    run = Run(tmp_path)
+    text = re.sub(r"^(    )ok (\d+) ([A-Z]\w+\.\w+)$",
+                  r"\1ok \2 \3 # SKIP kernel lacks defer_callchain: EINVAL",
+                  run.read("results.log"), flags=re.M)
+    run.write("results.log", text)
+    code, out = verdict(run.dir)
+    assert code == 1
+    assert "skipped on a kernel with the feature" in out
+    assert "kernel lacks defer_callchain: EINVAL" in out
+
+
+def test_the_same_skips_are_fine_when_the_feature_is_not_expected(tmp_path):
+    run = Run(tmp_path)
+    text = re.sub(r"^(    )(not )?ok (\d+) ([A-Z]\w+\.\w+).*$",
+                  r"\1ok \3 \4 # SKIP kernel lacks defer_callchain: EINVAL",
+                  run.read("results.log"), flags=re.M)
+    run.write("results.log", re.sub(r"^not ok (\d+)", r"ok \1", text,
+                                    flags=re.M))
+    console = re.sub(r"^(\[[ .\d]+\] +)ok (\d+) (\w+)$",
+                     r"\1ok \2 \3 # SKIP no user mm", run.read("console.log"),
+                     flags=re.M)
+    run.write("console.log", console)
+    code, out = verdict(run.dir, expect="no")
+    assert code == 4, out
+
+
+def test_not_applicable_skips_are_allowed_on_a_feature_kernel(tmp_path):
+    run = Run(tmp_path)
+    text = run.read("results.log")
+    name = re.search(r"^    ok \d+ (PerfTool\.\w+)$", text, re.M).group(1)
+    text = re.sub(rf"^(    ok \d+ {name})$",
+                  r"\1 # SKIP not applicable: needs a hardware PMU", text,
+                  flags=re.M)
+    run.write("results.log", text)
+    code, out = verdict(run.dir)
+    assert code == 0, out
+
+
+def test_a_failed_case_is_named_with_its_message(tmp_path):
+    run = Run(tmp_path)
+    text = run.read("results.log")
+    m = re.search(r"^    ok (\d+) (Callchain\.\w+)$", text, re.M)
+    text = text.replace(m.group(0), f"    # callchain_test.cc:80: user "
+                        f"part holds 3 return addresses, expected 8\n"
+                        f"    not ok {m.group(1)} {m.group(2)}")
+    run.write("results.log", text)
+    code, out = verdict(run.dir)
+    assert code == 1
+    assert f"FAILED selftests/callchain_test/{m.group(2)}" in out
+    assert "holds 3 return addresses, expected 8" in out
+
+
+def test_a_program_that_never_reported_fails(tmp_path):
+    run = Run(tmp_path)
+    head, blocks, tail = run.blocks()
+    gone = [b for b in blocks if b[0] == "dedup_test"]
+    assert gone
+    run.set_blocks(head, [b for b in blocks if b[0] != "dedup_test"], tail)
+    code, out = verdict(run.dir)
+    assert code == 1
+    assert "dedup_test was built and packed but never reported" in out
+
+
+def test_a_program_that_printed_nothing_fails(tmp_path):
+    run = Run(tmp_path)
+    head, blocks, tail = run.blocks()
+    for b in blocks:
+        if b[0] == "kthread_test":
+            b[1] = [b[1][-1]]
+    run.set_blocks(head, blocks, tail)
+    code, out = verdict(run.dir)
+    assert code == 1
+    assert "kthread_test printed no KTAP at all" in out
+
+
+def test_a_filter_that_matches_nothing_fails_and_names_it(tmp_path):
+    run = Run(tmp_path)
+    head, blocks, tail = run.blocks()
+    for b in blocks[1:]:
+        b[1] = ["    KTAP version 1", "    1..0", b[1][-1]]
+    run.set_blocks(head, blocks, tail)
+    runjson = run.read("run.json").replace('"filter": ""',
+                                           '"filter": "Nothing.*"')
+    run.write("run.json", runjson)
+    code, out = verdict(run.dir)
+    assert code == 1
+    assert "FILTER='Nothing.*' matches no test" in out
+
+
+def test_a_taint_during_the_run_fails(tmp_path):
+    run = Run(tmp_path)
+    text = run.read("results.log")
+    start = int(re.search(r"vmtest-taint-start: (\d+)", text).group(1))
+    text = re.sub(r"vmtest-taint-end: \d+",
+                  f"vmtest-taint-end: {start | 1 << 9}", text)
+    run.write("results.log", text)
+    code, out = verdict(run.dir)
+    assert code == 1
+    assert "tainted during the run" in out and "new flags W" in out
+
+
+def test_an_empty_console_fails(tmp_path):
+    run = Run(tmp_path)
+    run.write("console.log", "")
+    code, out = verdict(run.dir)
+    assert code == 1
+    assert "the console is empty" in out
+
+
+def test_a_console_cut_before_the_end_marker_fails(tmp_path):
+    run = Run(tmp_path)
+    text = run.read("console.log")
+    run.write("console.log", text[:text.index("vmtest: console end marker")])
+    code, out = verdict(run.dir)
+    assert code == 1
+    assert "ends before init's end marker" in out
+
+
+def test_a_series_kunit_suite_that_did_not_run_fails(tmp_path):
+    run = Run(tmp_path)
+    lines = run.read("console.log").splitlines()
+    # Drop the unwind_deferred suite and fix the top-level KUnit plan, so
+    # only the missing suite is wrong.
+    start = next(i for i, l in enumerate(lines)
+                 if l.endswith("# Subtest: unwind_deferred"))
+    end = next(i for i, l in enumerate(lines)
+               if re.search(r"\] (not )?ok \d+ unwind_deferred$", l))
+    lines = lines[:start] + lines[end + 1:]
+    text = re.sub(r"(\] )1\.\.2$", r"\g<1>1..1", "\n".join(lines), flags=re.M)
+    run.write("console.log", text + "\n")
+    code, out = verdict(run.dir)
+    assert code == 1
+    assert "unwind_deferred (CONFIG_UNWIND_DEFERRED_KUNIT_TEST=y) did not " \
+        "run" in out
+
+
+def test_a_failed_extension_counts_only_on_a_series_kernel(tmp_path):
+    run = Run(tmp_path)
+    text = run.read("results.log")
+    m = re.search(r"^    # extension: .*\n    ok (\d+) (\S+)$", text, re.M)
+    assert m, "the normal run has no extension test"
+    text = text.replace(m.group(0), m.group(0).replace(
+        f"    ok {m.group(1)}", f"    # broken on purpose\n"
+        f"    not ok {m.group(1)}"))
+    run.write("results.log", text)
+    code, out = verdict(run.dir)
+    assert code == 1
+    # The same failure on a kernel that is not the series: not counted.
+    config = re.sub(r"^CONFIG_UNWIND_\w+_KUNIT_TEST=y\n", "",
+                    run.read("kernel.config"), flags=re.M)
+    run.write("kernel.config", config)
+    code, out = verdict(run.dir)
+    assert code == 0, out
+    assert "extension beyond upstream's ABI failed" in \
+        open(run.path("junit.xml")).read()
+    assert "kernel: not the series" in out
+
+
+def test_no_run_there_is_a_usage_error(tmp_path):
+    p = subprocess.run(["bash", os.path.join(ROOT, "ci", "verdict.sh"),
+                        str(tmp_path)], capture_output=True, text=True)
+    assert p.returncode == 2
+    assert "holds no guest run" in p.stderr
+
+
+def test_bad_expect_feature_is_a_usage_error(tmp_path):
+    p = subprocess.run(["bash", os.path.join(ROOT, "ci", "verdict.sh"),
+                        Run(tmp_path).dir], capture_output=True,
+                       text=True, env=dict(os.environ, EXPECT_FEATURE="maybe"))
+    assert p.returncode == 2
+    assert "use yes, no or auto" in p.stderr
