@@ -11,14 +11,19 @@ mapfile -t series < <(series_files)
 # whose scripts/spdxcheck.py needs Debian's python3 (ply, git), not the
 # first python3 on PATH.
 export PATH=/usr/bin:$PATH
+# One checkpatch per core: each patch is judged on its own, and the
+# reports are printed in series order.
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+printf '%s\n' "${series[@]}" | (cd "$src" && xargs -P "$(nproc)" -I{} sh -c \
+	'perl scripts/checkpatch.pl --strict --terse --show-types \
+		--ignore FILE_PATH_CHANGES "$1" >"$2/$(basename "$1").out" 2>&1
+	echo $? >"$2/$(basename "$1").rc"' sh {} "$out")
 bad=0
 for p in "${series[@]}"; do
-	if ! out=$(cd "$src" && perl scripts/checkpatch.pl --strict \
-		--terse --show-types --ignore FILE_PATH_CHANGES "$p" 2>&1); then
-		printf '%s\n' "$out" | sed "s|^|$(basename "$p"): |"
-		bad=$((bad + 1))
-	elif printf '%s\n' "$out" | grep -qE ': (WARNING|CHECK|ERROR):'; then
-		printf '%s\n' "$out" | sed "s|^|$(basename "$p"): |"
+	f=$out/$(basename "$p")
+	if [ "$(cat "$f.rc")" != 0 ] || grep -qE ': (WARNING|CHECK|ERROR):' "$f.out"; then
+		sed "s|^|$(basename "$p"): |" "$f.out"
 		bad=$((bad + 1))
 	fi
 done
