@@ -31,6 +31,25 @@ for sw in $(find "$src/tools/perf" -maxdepth 2 \( -name 'Makefile*' -o -name Bui
 	case "$KEEP ${switches[*]} " in *" $sw "* | *" $sw=1 "*) continue ;; esac
 	switches+=("$sw=1")
 done
+# perf's build reads nothing outside tools/: when tools/ (committed and
+# uncommitted) and the switches are what the last build saw, its make,
+# 6-10 s of doing nothing, is skipped. Trees that are not git repos always
+# run make.
+stamp=
+if git -C "$src" rev-parse -q --verify HEAD:tools >/dev/null 2>&1; then
+	stamp=$( {
+		echo "${switches[*]}"
+		git -C "$src" rev-parse HEAD:tools
+		git -C "$src" diff HEAD -- tools
+		git -C "$src" ls-files -o --exclude-standard -z -- tools |
+			xargs -0r sha1sum
+	} | sha1sum | cut -d' ' -f1)
+fi
+if [ -n "$stamp" ] && [ -x "$out/perf" ] && [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ]; then
+	log "perf unchanged (tools/ as at the last build): $out/perf"
+	exit 0
+fi
+rm -f "$out/stamp"
 echo "${switches[*]}" >"$out/switches"
 t0=$SECONDS
 make -s -C "$src/tools/perf" O="$out" -j"$(nproc)" LDFLAGS=-static \
@@ -38,4 +57,5 @@ make -s -C "$src/tools/perf" O="$out" -j"$(nproc)" LDFLAGS=-static \
 	tail -30 "$out/build.log" >&2
 	die "perf build failed (log: $out/build.log; switches: $out/switches)"
 }
+[ -z "$stamp" ] || echo "$stamp" >"$out/stamp"
 log "perf built in $((SECONDS - t0)) s: $out/perf ($(du -k "$out/perf" | cut -f1) KiB)"

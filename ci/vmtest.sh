@@ -13,7 +13,7 @@ mkdir -p "$dir"
 cp "$kobj/.config" "$dir/kernel.config"
 cp "$initrd.programs" "$dir/programs.txt"
 # The guest is timed and samples under TCG: keep builds off the two cores.
-with_build_lock /usr/bin/python3 "$ROOT/qemu/vm.py" \
+VMTEST_PROBE_CACHE=$BUILD/kvm-probe.json with_build_lock /usr/bin/python3 "$ROOT/qemu/vm.py" \
 	--kernel "$kobj/$(arch KERNEL_IMAGE)" --initrd "$initrd" --out "$dir" \
 	--smp "$smp" --timeout "$timeout" ${filter:+--filter "$filter"}
 exec bash "$ROOT/ci/verdict.sh" "$dir"

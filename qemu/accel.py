@@ -8,8 +8,10 @@ first line ("Linux version ..."), which a working KVM prints in well under
 a second. Anything else (QEMU exits, or prints nothing in time) means TCG,
 and the reason is kept for run.json and the summary.
 """
+import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import time
@@ -67,13 +69,41 @@ def probe_kvm(qemu, kernel, timeout):
                    f"before the first console line: {first}")
 
 
-def choose(forced, qemu, kernel, timeout=10):
-    """(accel, reason) with accel 'kvm' or 'tcg'; forced is '', kvm or tcg."""
+def _host_key(qemu):
+    """What the probe's answer depends on: this boot of the host, its KVM
+    device and the QEMU binary."""
+    try:
+        boot = open("/proc/sys/kernel/random/boot_id").read().strip()
+    except OSError:
+        return None
+    path = shutil.which(qemu) or qemu
+    st = os.stat(path) if os.path.exists(path) else None
+    return [boot, kvm_device(), path, st.st_mtime if st else None]
+
+
+def choose(forced, qemu, kernel, timeout=10, cache=None):
+    """(accel, reason) with accel 'kvm' or 'tcg'; forced is '', kvm or tcg.
+
+    cache: a file that keeps the probe's answer for this boot of the host,
+    so a host whose KVM hangs pays the probe's timeout once."""
     if forced == "tcg":
         return "tcg", "forced by ACCEL=tcg"
     if forced == "kvm":
         return "kvm", "forced by ACCEL=kvm (no probe)"
     if forced:
         raise ValueError(f"ACCEL={forced}: use ACCEL=kvm or ACCEL=tcg")
+    key = _host_key(qemu) if cache else None
+    if key:
+        try:
+            saved = json.load(open(cache))
+            if saved["key"] == key:
+                return saved["accel"], saved["why"] + " (probed earlier " \
+                    "in this boot of the host)"
+        except (OSError, ValueError, KeyError):
+            pass
     ok, why = probe_kvm(qemu, kernel, timeout)
-    return ("kvm", why) if ok else ("tcg", why)
+    acc = "kvm" if ok else "tcg"
+    if key:
+        with open(cache, "w") as fh:
+            json.dump({"key": key, "accel": acc, "why": why}, fh)
+    return acc, why

@@ -66,7 +66,8 @@ def main(argv=None):
         print(f"error: {qemu} missing: run 'make deps'", file=sys.stderr)
         return 2
     try:
-        acc, why = accel.choose(a.accel, qemu, a.kernel)
+        acc, why = accel.choose(a.accel, qemu, a.kernel,
+                                cache=os.environ.get("VMTEST_PROBE_CACHE"))
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -72,3 +72,16 @@ def test_forced_accelerators_skip_the_probe(fake):
     assert accel.choose("kvm", fake("aborts"), "x")[0] == "kvm"
     with pytest.raises(ValueError, match="ACCEL=kvm or ACCEL=tcg"):
         accel.choose("hvf", fake("boots"), "x")
+
+
+def test_the_answer_is_kept_for_this_boot_of_the_host(fake, tmp_path):
+    cache, hangs = str(tmp_path / "probe.json"), fake("hangs")
+    t0 = time.monotonic()
+    assert accel.choose("", hangs, "x", timeout=1, cache=cache)[0] == "tcg"
+    assert time.monotonic() - t0 >= 1
+    t0 = time.monotonic()
+    acc, why = accel.choose("", hangs, "x", timeout=1, cache=cache)
+    assert acc == "tcg" and "probed earlier" in why
+    assert time.monotonic() - t0 < 0.5
+    # Another QEMU binary is probed again.
+    assert accel.choose("", fake("boots"), "x", cache=cache)[0] == "kvm"
