@@ -59,9 +59,9 @@ export ACCEL
 # yes when the kernel's .config enables the series, CONFIG_UNWIND_USER=y).
 export EXPECT_FEATURE
 
-
 .PHONY: help deps tree apply export kernel selftests perf initramfs vmtest \
-	verdict vmtest-debug test checkpatch apply-fresh bisect-build check kunit clean
+	verdict vmtest-debug test checkpatch apply-fresh bisect-build check kunit \
+	clean kernel-doc sparse
 
 help: ## list the targets
 	@echo "usage: make TARGET [KERNEL=DIR] [CONFIG=normal|debug] [FILTER=gtest-filter] [PERF_TREE=DIR]"
@@ -122,6 +122,12 @@ check: ## everything CI runs: deps, harness tests, apply, checkpatch, vmtest x2
 
 kunit: deps $(TREE_DEP) ## run the series' KUnit suites alone through kunit.py
 	@bash kunit/run.sh "$(KSRC)"
+
+kernel-doc: $(TREE_DEP) ## scripts/kernel-doc -none on the series' files: no new warnings
+	@bash ci/kernel-doc.sh "$(KSRC)"
+
+sparse: deps $(TREE_DEP) ## sparse (C=2) on the series' files: no warning the base lacks
+	@bash ci/sparse.sh "$(KSRC)" "$(KOBJ)" "$(OUT)/sparse" $(FRAGMENTS)
 
 clean: ## remove build outputs (keeps build/linux and its commits)
 	rm -rf $(BUILD)/out

@@ -17,6 +17,8 @@ PKGS=(
 	python3 python3-pytest
 	# checkpatch's SPDX check (scripts/spdxcheck.py)
 	python3-ply python3-git
+	# make sparse
+	sparse
 )
 
 missing=()

@@ -59,3 +59,21 @@ with_build_lock() {
 arch() {
 	/usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import x86_64; print(getattr(x86_64, sys.argv[2]))' "$ROOT/qemu" "$1"
 }
+
+# new_warnings BASE NEW: the lines of file NEW that file BASE does not have,
+# after dropping line and column numbers (file:12:5: -> file:), so that
+# code moving in a file does not make its old warnings look new. Counted:
+# a warning that occurs twice in NEW and once in BASE is printed once.
+new_warnings() {
+	local norm='s/:[0-9]+(:[0-9]+)?: /: /'
+	comm -13 <(sed -E "$norm" "$1" | LC_ALL=C sort) \
+		<(sed -E "$norm" "$2" | LC_ALL=C sort)
+}
+
+# series_sources TREE BASE [FILTER]: the kernel C files and headers the
+# series adds or changes (not tools/), one per line; FILTER is a
+# git diff --diff-filter value (default AMR).
+series_sources() {
+	git -C "$1" diff --name-only --diff-filter="${3:-AMR}" "$2..HEAD" \
+		-- '*.c' '*.h' ':!tools/'
+}
