@@ -60,8 +60,8 @@ export ACCEL
 export EXPECT_FEATURE
 
 .PHONY: help deps tree apply export kernel selftests perf initramfs vmtest \
-	verdict vmtest-debug test checkpatch apply-fresh bisect-build check kunit \
-	clean kernel-doc sparse
+	verdict vmtest-debug test checkpatch apply-fresh bisect-build check \
+	kunit clean kernel-doc sparse submit-check
 
 help: ## list the targets
 	@echo "usage: make TARGET [KERNEL=DIR] [CONFIG=normal|debug] [FILTER=gtest-filter] [PERF_TREE=DIR]"
@@ -128,6 +128,9 @@ kernel-doc: $(TREE_DEP) ## scripts/kernel-doc -none on the series' files: no new
 
 sparse: deps $(TREE_DEP) ## sparse (C=2) on the series' files: no warning the base lacks
 	@bash ci/sparse.sh "$(KSRC)" "$(KOBJ)" "$(OUT)/sparse" $(FRAGMENTS)
+
+submit-check: deps $(TREE_DEP) ## every check before sending, one PASS/FAIL line each
+	@bash ci/submit-check.sh
 
 clean: ## remove build outputs (keeps build/linux and its commits)
 	rm -rf $(BUILD)/out
