@@ -61,7 +61,7 @@ export EXPECT_FEATURE
 
 .PHONY: help deps tree apply export kernel selftests perf initramfs vmtest \
 	verdict vmtest-debug test checkpatch apply-fresh bisect-build check \
-	kunit clean kernel-doc sparse submit-check
+	kunit clean kernel-doc sparse submit-check send
 
 help: ## list the targets
 	@echo "usage: make TARGET [KERNEL=DIR] [CONFIG=normal|debug] [FILTER=gtest-filter] [PERF_TREE=DIR]"
@@ -131,6 +131,15 @@ sparse: deps $(TREE_DEP) ## sparse (C=2) on the series' files: no warning the ba
 
 submit-check: deps $(TREE_DEP) ## every check before sending, one PASS/FAIL line each
 	@bash ci/submit-check.sh
+
+# make send: V=N (else one more than the highest series-vN tag), SEND=1
+# to really send, TO= and CC= (comma separated) add recipients, CHANGES=
+# FILE adds notes to the cover letter's "Changes in vN". make's own CC
+# (the C compiler) is not a recipient: only CC= on the command line is.
+send: deps $(TREE_DEP) ## the series under your git identity, vN, recipients, send-email --dry-run (SEND=1 sends)
+	@V="$(V)" SEND="$(SEND)" TO="$(TO)" \
+		CC="$(if $(filter command line,$(origin CC)),$(CC))" \
+		CHANGES="$(CHANGES)" RESULTS="$(OUT)" bash ci/send.sh "$(KSRC)" "$(BASE)"
 
 clean: ## remove build outputs (keeps build/linux and its commits)
 	rm -rf $(BUILD)/out

@@ -19,6 +19,9 @@ PKGS=(
 	python3-ply python3-git
 	# make sparse
 	sparse
+	# make send: git send-email and the Perl modules it needs (addresses,
+	# SMTP over TLS with authentication)
+	git-email libmailtools-perl libauthen-sasl-perl libio-socket-ssl-perl
 )
 
 missing=()
