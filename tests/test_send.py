@@ -1,0 +1,295 @@
+"""make send: the sender's identity, versions, range-diffs, recipients and
+refusals, on scratch git trees with a stand-in get_maintainer.pl and
+sendmail."""
+import os
+import re
+import subprocess
+
+import pytest
+
+from test_apply import ENV, git, kernel_tree
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SEND = os.path.join(ROOT, "ci", "send.sh")
+ANN = "Ann Author <ann@kernel.org>"
+SAM = "Sam Sender <sam@kernel.org>"
+GET_MAINTAINER = """#!/bin/sh
+pwd >"$(dirname "$0")/gm.cwd"
+echo 'Maint One <maint@kernel.org> (maintainer:UNWIND)'
+echo 'Sup Two <sup@kernel.org> (supporter:PERF (EVENTS))'
+echo 'Rev Three <rev@kernel.org> (reviewer:UNWIND)'
+echo 'Unwind Dev <unwind-dev@example.org> (maintainer:USER SPACE STACK UNWINDING)'
+echo 'linux-kernel@vger.kernel.org (open list)'
+"""
+
+
+@pytest.fixture
+def env(tmp_path):
+    """A scratch world: HOME with its own git config, a series of two
+    commits by Ann on a tagged base, stand-ins for get_maintainer.pl and
+    sendmail."""
+    home = tmp_path / "home"
+    home.mkdir()
+    gm = tmp_path / "gm.sh"
+    gm.write_text(GET_MAINTAINER)
+    mailer = tmp_path / "sendmail.sh"
+    mailer.write_text(f"#!/bin/sh\ncat >>{tmp_path}/sent.mbox\n")
+    mailer.chmod(0o755)
+    e = dict(ENV, HOME=str(home), GIT_CONFIG_NOSYSTEM="1",
+             GIT_AUTHOR_NAME="Ann Author", GIT_AUTHOR_EMAIL="ann@kernel.org",
+             GET_MAINTAINER=f"sh {gm}", SEND_OUT=str(tmp_path / "send"),
+             RESULTS=str(tmp_path / "results"))
+    e.pop("GIT_CONFIG_GLOBAL", None)
+    t = kernel_tree(tmp_path / "linux")
+    git(t, "tag", "base")
+    for n in ("a", "b"):
+        (t / "kernel" / f"{n}.c").write_text(f"int {n} = 1;\n")
+        subprocess.run(["git", "-C", str(t), "commit", "-qam",
+                        f"unwind_user: Change {n}\n\nBecause.\n\n"
+                        f"Signed-off-by: {ANN}"], env=e, check=True)
+    return {"tree": t, "env": e, "tmp": tmp_path, "mailer": mailer}
+
+
+def commit(w, msg, name="Ann Author", email="ann@kernel.org", *args):
+    e = dict(w["env"], GIT_AUTHOR_NAME=name, GIT_AUTHOR_EMAIL=email)
+    subprocess.run(["git", "-C", str(w["tree"]), "commit", "-qam", msg,
+                    *args], env=e, check=True)
+
+
+def config(w, *kv):
+    subprocess.run(["git", "config", "--global", *kv], env=w["env"],
+                   check=True)
+
+
+def identity(w, name="Sam Sender", email="sam@kernel.org"):
+    config(w, "user.name", name)
+    config(w, "user.email", email)
+
+
+def send(w, **extra):
+    return subprocess.run(["bash", SEND, str(w["tree"]), "base"],
+                          env=dict(w["env"], **extra),
+                          capture_output=True, text=True)
+
+
+def out(w, v=1):
+    d = w["tmp"] / "send" / f"v{v}"
+    return {f: (d / f).read_text() for f in sorted(os.listdir(d))}
+
+
+def patch(files, n):
+    return next(t for f, t in files.items() if re.match(rf"v\d+-{n:04d}-", f))
+
+
+def signoffs(text):
+    return re.findall(r"^Signed-off-by: (.*)$", text, re.M)
+
+
+def untouched(w):
+    return (git(w["tree"], "rev-parse", "HEAD"),
+            git(w["tree"], "status", "--porcelain"),
+            git(w["tree"], "tag", "-l"))
+
+
+def test_refuses_without_identity(env):
+    before = untouched(env)
+    r = send(env)
+    assert r.returncode == 2
+    assert "user.name and user.email is not set" in r.stderr
+    assert "git config --global user.name" in r.stderr
+    assert "git config --global user.email" in r.stderr
+    assert not (env["tmp"] / "send").exists()
+    assert untouched(env) == before
+
+
+def test_refuses_without_email(env):
+    config(env, "user.name", "Sam Sender")
+    r = send(env)
+    assert r.returncode == 2
+    assert "git config --global user.email" in r.stderr
+    assert "user.name '" not in r.stderr
+
+
+def test_refuses_a_version_that_is_not_a_number(env):
+    identity(env)
+    r = send(env, V="two")
+    assert r.returncode == 2 and "V=two" in r.stderr
+
+
+def test_v1_under_the_sender_keeps_the_author(env):
+    identity(env)
+    before = untouched(env)
+    r = send(env)
+    assert r.returncode == 0, r.stderr
+    files = out(env)
+    p1 = patch(files, 1)
+    head, _, body = p1.partition("\n\n")
+    assert re.search(r"^From: Sam Sender <sam@kernel.org>$", head, re.M)
+    assert re.search(r"^Subject: \[PATCH v1 1/2\] unwind_user: Change a$",
+                     head, re.M)
+    # The author stays the author: an in-body From: line, and the
+    # sender's sign-off comes last.
+    assert body.startswith(f"From: {ANN}\n")
+    assert signoffs(p1) == [ANN, SAM]
+    cover = patch(files, 0)
+    assert "Subject: [PATCH v1 0/2] unwind_user, perf:" in cover
+    assert "*** " not in cover
+    assert "Changes in v" not in cover and "Range-diff" not in cover
+    assert "normal kernel: not run" in cover
+    assert "Differences from upstream Linux" in cover
+    assert "base-commit: " + git(env["tree"], "rev-parse", "base").strip() \
+        in cover
+    assert "v1: no earlier version, no range-diff" in r.stderr
+    # Nothing in the tree changed, nothing tagged on a dry run.
+    assert untouched(env) == before
+    log = files["send-email.log"]
+    assert log.count("Dry-OK") == 3
+    assert not (env["tmp"] / "sent.mbox").exists()
+
+
+def test_recipients(env):
+    identity(env)
+    r = send(env, TO="distro@lists.example.net, extra@kernel.org",
+             CC="cc@kernel.org")
+    assert r.returncode == 0, r.stderr
+    assert (env["tmp"] / "gm.cwd").read_text().strip() == str(env["tree"])
+    p1 = patch(out(env), 1)
+    head = p1.partition("\n\n")[0].replace("\n    ", " ")
+    to = re.search(r"^To: (.*)$", head, re.M).group(1)
+    cc = re.search(r"^Cc: (.*)$", head, re.M).group(1)
+    assert to == ("Maint One <maint@kernel.org>, Sup Two <sup@kernel.org>, "
+                  "extra@kernel.org")
+    assert cc == ("Rev Three <rev@kernel.org>, linux-kernel@vger.kernel.org,"
+                  f" {ANN}, cc@kernel.org")
+    # Reserved domains receive no mail: left out, and named.
+    assert "example" not in to + cc
+    rec = out(env)["recipients.txt"]
+    assert "Unwind Dev <unwind-dev@example.org>" in rec
+    assert "distro@lists.example.net" in rec
+
+
+def test_sender_signs_last_once(env):
+    t = env["tree"]
+    # Sam already signed last: no second sign-off.
+    msg = f"unwind_user: Change c\n\nSigned-off-by: {ANN}\nSigned-off-by: {SAM}"
+    (t / "kernel" / "a.c").write_text("int a = 3;\n")
+    commit(env, msg, "Sam Sender", "sam@kernel.org")
+    # Sam signed, then Rev: Sam signs again, last.
+    msg = (f"unwind_user: Change d\n\nSigned-off-by: {SAM}\n"
+           "Signed-off-by: Rev Three <rev@kernel.org>")
+    (t / "kernel" / "b.c").write_text("int b = 3;\n")
+    commit(env, msg)
+    identity(env)
+    assert send(env).returncode == 0
+    files = out(env)
+    assert signoffs(patch(files, 3)) == [ANN, SAM]
+    assert signoffs(patch(files, 4)) == [SAM, "Rev Three <rev@kernel.org>",
+                                         SAM]
+    # The sender wrote it: no in-body From: line; Ann wrote the next.
+    assert "\n\nFrom: " not in patch(files, 3).partition("Subject:")[2]
+    assert f"\n\nFrom: {ANN}\n" in patch(files, 4)
+
+
+def test_send_tags_and_next_version_has_a_range_diff(env):
+    identity(env)
+    config(env, "sendemail.smtpServer", str(env["mailer"]))
+    r = send(env, SEND="1")
+    assert r.returncode == 0, r.stderr
+    assert (env["tmp"] / "sent.mbox").read_text().count("\nSubject: ") == 3
+    assert git(env["tree"], "tag", "-l").split() == ["base", "series-v1"]
+    msg = git(env["tree"], "tag", "-l", "--format=%(contents)", "series-v1")
+    assert "base-commit: " + git(env["tree"], "rev-parse", "base").strip() \
+        in msg
+    # The tag holds what was sent: the sender's sign-off included.
+    assert signoffs(git(env["tree"], "log", "-1", "--format=%B",
+                        "series-v1")) == [ANN, SAM]
+
+    # v1 again is refused; the work goes on, and the next run is v2.
+    r = send(env, SEND="1", V="1")
+    assert r.returncode == 2 and "v1 was sent already" in r.stderr
+    t = env["tree"]
+    commit(env, f"unwind_user: Change b\n\nBecause, and more.\n\n"
+           f"Signed-off-by: {ANN}", "Ann Author", "ann@kernel.org", "--amend")
+    (t / "kernel" / "c.c").write_text("int c;\n")
+    git(t, "add", "kernel/c.c")
+    commit(env, f"unwind_user: Add c\n\nSigned-off-by: {ANN}")
+    r = send(env)
+    assert r.returncode == 0, r.stderr
+    files = out(env, 2)
+    cover = patch(files, 0)
+    assert "Subject: [PATCH v2 0/3]" in cover
+    assert "Changes in v2:\n - changed: unwind_user: Change b\n" \
+        " - new: unwind_user: Add c\n" in cover
+    assert "Range-diff against v1:" in cover
+    assert "+    Because, and more." in cover.split("Range-diff against v1:")[1]
+    assert re.search(r"^Message-Id: <cover\.\d+\.git\.sam@kernel\.org>$",
+                     cover, re.M)
+    assert "range-diff against series-v1" in r.stderr
+    # A dry run tags nothing.
+    assert "series-v2" not in git(t, "tag", "-l")
+
+
+def test_version_without_the_previous_tag(env):
+    identity(env)
+    r = send(env, V="3")
+    assert r.returncode == 0, r.stderr
+    cover = patch(out(env, 3), 0)
+    assert "Subject: [PATCH v3 0/2]" in cover
+    assert "no tag series-v2 in the tree, so no range-diff" in cover
+    assert "Range-diff" not in cover
+    assert "no tag series-v2: v3 has no range-diff" in r.stderr
+
+
+def test_send_needs_an_smtp_server(env):
+    identity(env)
+    r = send(env, SEND="1")
+    assert r.returncode == 2
+    assert "git config --global sendemail.smtpServer" in r.stderr
+    assert "series-v1" not in git(env["tree"], "tag", "-l")
+
+
+def test_send_refuses_a_reserved_sender_address(env):
+    identity(env, email="me@example.org")
+    config(env, "sendemail.smtpServer", str(env["mailer"]))
+    assert send(env).returncode == 0
+    r = send(env, SEND="1")
+    assert r.returncode == 2 and "reserved domain" in r.stderr
+    assert not (env["tmp"] / "sent.mbox").exists()
+
+
+def test_tested_section_counts_the_latest_runs(env, tmp_path):
+    d = tmp_path / "results" / "vmtest-normal"
+    d.mkdir(parents=True)
+    cases = (["kunit/unwind_user_fp/a", "kunit/unwind_deferred/b",
+              "selftests/callchain_test/X.Y", "run/guest_finished"],
+             ["selftests/deferred_test/Z"], ["selftests/cookie_test/W"])
+    xml = ['<testsuites><testsuite name="vmtest">']
+    xml += [f'<testcase name="test_guest[{c}]"/>' for c in cases[0]]
+    xml += [f'<testcase name="test_guest[{c}]"><failure/></testcase>'
+            for c in cases[1]]
+    xml += [f'<testcase name="test_guest[{c}]"><skipped/></testcase>'
+            for c in cases[2]]
+    (d / "junit.xml").write_text("".join(xml) + "</testsuite></testsuites>")
+    (d / "run.json").write_text('{"accel": "kvm", "smp": 4, '
+                                '"total_seconds": 37.2}')
+    identity(env)
+    assert send(env).returncode == 0
+    cover = patch(out(env), 0)
+    assert (" - normal kernel: 2 KUnit cases passed, 1 selftest cases "
+            "passed (1 failed, 1 skipped), 1 run checks passed; "
+            "QEMU kvm, 4 CPUs, 37 s, ") in cover
+    assert " - debug kernel (KASAN, lockdep, atomic sleep checks): not run" \
+        in cover
+
+
+def test_a_patch_rewritten_beyond_recognition(env):
+    identity(env)
+    config(env, "sendemail.smtpServer", str(env["mailer"]))
+    assert send(env, SEND="1").returncode == 0
+    (env["tree"] / "kernel" / "b.c").write_text("long b = 2;\n")
+    commit(env, f"unwind_user: Change b\n\nSigned-off-by: {ANN}",
+           "Ann Author", "ann@kernel.org", "--amend")
+    r = send(env)
+    assert r.returncode == 0, r.stderr
+    cover = patch(out(env, 2), 0)
+    assert "Changes in v2:\n - rewritten: unwind_user: Change b\n (" in cover
