@@ -306,5 +306,6 @@ if [ "$send" = 1 ]; then
 	EOF
 	log "sent v$v; tagged series-v$v (the next make send is v$((v + 1)), with a range-diff against it)"
 else
-	log "dry run: nothing was sent (git send-email --dry-run, log: ${out#"$ROOT"/}/send-email.log); SEND=1 sends"
+	log "dry run: $(grep -c '^Dry-OK' "$out/send-email.log" || true) mails checked by" \
+		"git send-email --dry-run, none sent (log: ${out#"$ROOT"/}/send-email.log); SEND=1 sends"
 fi
