@@ -43,11 +43,7 @@ if [ "$(git -C "$wt" rev-parse -q --verify HEAD 2>/dev/null)" != \
 	git -C "$src" worktree add -q --detach "$wt" "$BASE_TAG"
 fi
 
-cc=gcc
-if [ "${CCACHE:-1}" = 1 ] && command -v ccache >/dev/null; then
-	cc="ccache gcc"
-	export CCACHE_BASEDIR=$ROOT CCACHE_NOHASHDIR=1 CCACHE_SLOPPINESS=time_macros
-fi
+cc=$(kernel_cc)
 export KBUILD_BUILD_USER=vmtest KBUILD_BUILD_HOST=vmtest
 export KBUILD_BUILD_TIMESTAMP='Sun Nov 17 00:00:00 UTC 2024'
 
