@@ -16,7 +16,8 @@ src=$(realpath "$1") obj=$(realpath -m "$2")
 shift 2
 [ -f "$src/Makefile" ] || die "$src is not a kernel tree"
 
-cc=$(kernel_cc)
+use_kernel_cc
+cc=$KCC
 # Reproducible version strings: an unchanged tree relinks nothing.
 export KBUILD_BUILD_USER=vmtest KBUILD_BUILD_HOST=vmtest
 export KBUILD_BUILD_TIMESTAMP='Sun Nov 17 00:00:00 UTC 2024'

@@ -33,18 +33,18 @@ patch_subject() {
 		sub(/^\[[^]]*\] */, "", s); print s; exit}' "$1"
 }
 
-# kernel_cc: the CC= for kernel builds: gcc through ccache unless CCACHE=0
-# or ccache is missing; exports ccache's settings.
-kernel_cc() {
+# use_kernel_cc: set KCC, the CC= for kernel builds: gcc through ccache
+# unless CCACHE=0 or ccache is missing, with ccache's settings exported.
+# (Call it in the shell that runs make, not in $(...): the exports matter.)
+use_kernel_cc() {
+	KCC=gcc
 	if [ "${CCACHE:-1}" = 1 ] && command -v ccache >/dev/null; then
 		# Paths under the checkout are hashed relative to it, so a
 		# fresh clone in another directory still hits the cache.
 		export CCACHE_BASEDIR=$ROOT CCACHE_NOHASHDIR=1
 		export CCACHE_SLOPPINESS=time_macros
 		export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
-		echo "ccache gcc"
-	else
-		echo gcc
+		KCC="ccache gcc"
 	fi
 }
 

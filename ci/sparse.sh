@@ -43,7 +43,8 @@ if [ "$(git -C "$wt" rev-parse -q --verify HEAD 2>/dev/null)" != \
 	git -C "$src" worktree add -q --detach "$wt" "$BASE_TAG"
 fi
 
-cc=$(kernel_cc)
+use_kernel_cc
+cc=$KCC
 export KBUILD_BUILD_USER=vmtest KBUILD_BUILD_HOST=vmtest
 export KBUILD_BUILD_TIMESTAMP='Sun Nov 17 00:00:00 UTC 2024'
 

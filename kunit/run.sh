@@ -41,8 +41,9 @@ else
 	BUILD_DIR=${BUILD_DIR:-$BUILD/kunit-unwind}
 fi
 
+use_kernel_cc
 cd "$KERNEL_DIR"
 with_build_lock /usr/bin/python3 tools/testing/kunit/kunit.py run \
 	--arch=x86_64 --build_dir="$BUILD_DIR" --jobs="${JOBS:-$(nproc)}" \
 	--timeout=900 --qemu_args="-smp 2" \
-	--make_options "CC=$(kernel_cc)" "$@"
+	--make_options "CC=$KCC" "$@"
