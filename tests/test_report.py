@@ -88,3 +88,18 @@ def test_ktap_ignores_noise_between_lines():
                    "random noise\n    ok 1 x\nok 1 suite\n")
     assert p.problems == []
     assert p.root.children[0].children[0].name == "x"
+
+
+@pytest.mark.parametrize("line,kind", [
+    ("[  12.5] INFO: rcu_tasks detected stalls on tasks:", "rcu tasks stall"),
+    ("[  12.5] INFO: rcu_tasks_trace detected stalls on tasks:",
+     "rcu tasks stall"),
+    ("[   9.1] ** 42 printk messages dropped **", "printk dropped"),
+    ("[   3.0] rcu: INFO: rcu_preempt self-detected stall on CPU", "rcu stall"),
+    ("[   3.0] WARNING: CPU: 1 PID: 9 at kernel/unwind/deferred.c:9 f+0x1/0x2",
+     "warning"),
+])
+def test_splat_kinds(line, kind):
+    from vmtest import splat
+    found = splat.scan("[   1.0] ok\n" + line + "\n")
+    assert [k for k, _ in found] == [kind]

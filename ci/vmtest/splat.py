@@ -20,6 +20,12 @@ DENY = [
                            r"suspicious RCU usage")),
     ("rcu stall", re.compile(r"rcu: INFO: .*detected stall|"
                              r"self-detected stall")),
+    # RCU Tasks flavours (kernel/rcu/tasks.h): a task that never passes a
+    # voluntary switch, e.g. stuck in a task_work loop on return to user.
+    ("rcu tasks stall", re.compile(r"INFO: rcu_tasks\w* detected stalls")),
+    # The console could not keep up: whatever was dropped may have been a
+    # splat, so the console cannot be trusted to be clean.
+    ("printk dropped", re.compile(r"\*\* \d+ printk messages dropped \*\*")),
     ("hung task", re.compile(r"INFO: task .* blocked for more than")),
     ("soft lockup", re.compile(r"soft lockup|hard LOCKUP")),
 ]
