@@ -206,7 +206,7 @@ TEST(Abi, DeferredRecordLayoutAndTrailer)
 			EXPECT_NE(d.cookie, 0u) << "cookie 0";
 			EXPECT_GT(d.ips.size(), 0u) << "empty user chain";
 			for (uint64_t ip : d.ips)
-				EXPECT_LT(ip, perf::kKernelStart)
+				EXPECT_LT(ip, perf_abi::kKernelStart)
 					<< "kernel address in a deferred chain";
 			if (st & T) {
 				EXPECT_EQ(d.sid.tid, (uint32_t)tid);

@@ -18,6 +18,7 @@
 
 #include "lib/cookie_match.h"
 #include "lib/features.h"
+#include "lib/perf_abi.h"
 #include "lib/session.h"
 #include "lib/symbols.h"
 #include "lib/workload.h"
@@ -55,7 +56,7 @@ void run_hostile(const std::string &mode, bool compat, bool deferred)
 	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		<< name << " " << mode << ": wait status 0x" << std::hex << st;
 
-	uint64_t limit = compat ? kCompatUserLimit : perf::kKernelStart;
+	uint64_t limit = compat ? kCompatUserLimit : perf_abi::kKernelStart;
 	std::map<size_t, int> nr_hist; /* of chains starting in the loop */
 	int chains = 0, hostile = 0, too_long = 0, kernel = 0;
 	size_t longest = 0;

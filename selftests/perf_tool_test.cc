@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "lib/features.h"
+#include "lib/perf_abi.h"
 
 namespace {
 
@@ -130,7 +131,7 @@ struct Frame {
 	/* A kernel address resolved to the kernel or a module. */
 	bool kernel() const
 	{
-		return addr >= 0x8000000000000000ull &&
+		return perf_abi::is_kernel_address(addr) &&
 		       dso.find("[unknown]") == std::string::npos;
 	}
 };
@@ -317,7 +318,7 @@ TEST(PerfTool, NoMergeShowsDeferredRecords)
 		if (s.header.find("PERF_RECORD_CALLCHAIN_DEFERRED") != std::string::npos) {
 			records++;
 			for (const auto &f : s.frames)
-				EXPECT_LT(f.addr, 0x8000000000000000ull)
+				EXPECT_LT(f.addr, perf_abi::kUserLimit)
 					<< "kernel address in a deferred record: "
 					<< f.sym;
 			if (has_known_user_stack(s)) {
