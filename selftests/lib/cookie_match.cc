@@ -32,7 +32,8 @@ bool CookieMatcher::add_buffer(size_t buffer, const std::vector<Record> &recs,
 					bad_marker_++;
 				announces_.push_back({ c.cookie, s.sid.time,
 						       s.sid.tid, s.sid.cpu,
-						       buffer });
+						       buffer,
+						       c.has_kernel_ctx });
 			} else if (c.has_user_ctx && !c.user.empty()) {
 				fallback_++;
 			} else {

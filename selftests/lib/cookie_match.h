@@ -23,6 +23,7 @@ struct Announce {
 	uint64_t cookie = 0, time = 0;
 	uint32_t tid = 0, cpu = 0;
 	size_t buffer = 0;
+	bool in_kernel = false; /* the sample has a kernel part */
 };
 
 struct Delivery {
