@@ -18,14 +18,23 @@
 #include "lib/cookie_match.h"
 #include "lib/features.h"
 #include "lib/session.h"
+#include "lib/test_class.h"
 #include "lib/workload.h"
 
 namespace {
+
+constexpr const char *kExitExecWhy =
+	"exit path and exec: every announced cookie gets its record, no "
+	"user stack lost without a trace (SPEC 4)";
 
 /* Sample the child running argv; kill it after kill_ms if > 0. */
 void run_child(const char *what, const std::vector<std::string> &argv,
 	       int kill_ms)
 {
+	/* The program and the one it execs, if any. */
+	for (const std::string &arg : argv)
+		if (arg[0] == '/')
+			SKIP_UNLESS_EXECUTABLE(arg, "helper program");
 	work::Child child;
 	session::Session s;
 	session::Options o;
@@ -73,6 +82,7 @@ void run_child(const char *what, const std::vector<std::string> &argv,
 
 TEST(ExitExec, ExitGroupAfterLongSyscall64)
 {
+	EXTENSION(kExitExecWhy);
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	run_child("exit_group, 64-bit, 64 MiB mapped",
 		  { work::helper_path("compat_stack"), "300", "exit", "64" },
@@ -81,6 +91,7 @@ TEST(ExitExec, ExitGroupAfterLongSyscall64)
 
 TEST(ExitExec, ExitGroupAfterLongSyscall32)
 {
+	EXTENSION(kExitExecWhy);
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	run_child("exit_group, 32-bit, 64 MiB mapped",
 		  { work::helper_path("compat_stack_32"), "300", "exit",
@@ -89,6 +100,7 @@ TEST(ExitExec, ExitGroupAfterLongSyscall32)
 
 TEST(ExitExec, KilledInALongRead)
 {
+	EXTENSION(kExitExecWhy);
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	run_child("SIGKILL while reading /dev/zero",
 		  { work::helper_path("compat_stack"), "5000", "exit", "64" },
@@ -97,6 +109,7 @@ TEST(ExitExec, KilledInALongRead)
 
 TEST(ExitExec, Exec64To32)
 {
+	EXTENSION(kExitExecWhy);
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	run_child("exec 64 -> 32 bit",
 		  { work::helper_path("compat_stack"), "200", "exec",
@@ -105,6 +118,7 @@ TEST(ExitExec, Exec64To32)
 
 TEST(ExitExec, Exec32To64)
 {
+	EXTENSION(kExitExecWhy);
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	run_child("exec 32 -> 64 bit",
 		  { work::helper_path("compat_stack_32"), "200", "exec",

@@ -21,6 +21,7 @@
 #include "lib/perf_abi.h"
 #include "lib/session.h"
 #include "lib/symbols.h"
+#include "lib/test_class.h"
 #include "lib/workload.h"
 
 namespace {
@@ -37,6 +38,7 @@ constexpr size_t kMaxHostileNr = 3;
 void run_hostile(const std::string &mode, bool compat, bool deferred)
 {
 	std::string name = compat ? "hostile_stack_32" : "hostile_stack";
+	SKIP_UNLESS_HELPER(name);
 	std::string path = work::helper_path(name), err;
 	std::vector<syms::Symbol> symbols = syms::load(path, &err);
 	ASSERT_FALSE(symbols.empty()) << path << ": " << err;
@@ -113,14 +115,20 @@ void run_hostile(const std::string &mode, bool compat, bool deferred)
 		<< r.describe();
 }
 
+constexpr const char *kHostileWhy =
+	"hostile stack: the deferred walk stops at the bad frame and never "
+	"reports a kernel address (SPEC 3/4, beyond upstream's ABI)";
+
 #define HOSTILE_TESTS(Name, mode)                                    \
 	TEST(Hostile, Name##64)                                      \
 	{                                                            \
+		EXTENSION(kHostileWhy);                              \
 		SKIP_UNLESS_DEFER_CALLCHAIN();                       \
 		run_hostile(mode, false, true);                      \
 	}                                                            \
 	TEST(Hostile, Name##32)                                      \
 	{                                                            \
+		EXTENSION(kHostileWhy);                              \
 		SKIP_UNLESS_DEFER_CALLCHAIN();                       \
 		run_hostile(mode, true, true);                       \
 	}

@@ -52,6 +52,8 @@ void check_kthreads(bool deferred)
 	session::Options o;
 	o.period = 1000000;
 	o.defer_callchain = o.defer_output = deferred;
+	/* Side-band receivers, as perf's: upstream delivers to them. */
+	o.track = true;
 	int r = s.open_per_cpu(o);
 	ASSERT_EQ(r, 0) << "per-CPU perf_event_open: " << strerror(-r);
 	s.enable();

@@ -54,6 +54,8 @@ TEST(UserWorker, IoWorkerSamplesAreKernelOnly)
 	o.period = 500000;
 	o.exclude_idle = true;
 	o.pages = 128;
+	/* Side-band receivers, as perf's: upstream delivers to them. */
+	o.track = true;
 	r = s.open_per_cpu(o);
 	ASSERT_EQ(r, 0) << "per-CPU perf_event_open: " << strerror(-r);
 	std::map<pid_t, unsigned long> workers;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cookie_match.h"
+#include "features.h"
 #include "session.h"
 #include "symbols.h"
 #include "workload.h"
@@ -49,6 +50,7 @@ void check_chain(const std::vector<uint64_t> &ips,
 void check(const std::string &name, bool compat, bool deferred,
 	   const std::function<int(pid_t)> &before_exec)
 {
+	SKIP_UNLESS_HELPER(name);
 	std::string path = work::helper_path(name), err;
 	std::vector<syms::Symbol> symbols = syms::load(path, &err);
 	ASSERT_FALSE(symbols.empty()) << path << ": " << err;
