@@ -281,19 +281,23 @@ long tracepoint_id(const std::string &name)
 
 void Kallsyms::load()
 {
-	std::ifstream f("/proc/kallsyms");
-	std::string line;
-	while (std::getline(f, line)) {
-		std::istringstream in(line);
-		std::string a, t, n;
-		if (!(in >> a >> t >> n))
+	/* "ffffffff81000000 T _stext\t[module]": text symbols only. Plain
+	 * stdio: the file has tens of thousands of lines, read under TCG. */
+	FILE *f = fopen("/proc/kallsyms", "r");
+	if (!f)
+		return;
+	char line[512];
+	while (fgets(line, sizeof(line), f)) {
+		char *end;
+		uint64_t v = strtoull(line, &end, 16);
+		if (!v || end[0] != ' ' || (end[1] != 't' && end[1] != 'T') ||
+		    end[2] != ' ')
 			continue;
-		if (t != "t" && t != "T")
-			continue;
-		uint64_t v = strtoull(a.c_str(), nullptr, 16);
-		if (v)
-			addrs_.emplace_back(v, n);
+		char *n = end + 3;
+		n[strcspn(n, " \t\n")] = 0;
+		addrs_.emplace_back(v, n);
 	}
+	fclose(f);
 	std::sort(addrs_.begin(), addrs_.end());
 }
 
