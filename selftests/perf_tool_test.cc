@@ -208,17 +208,37 @@ void print_sample(const Sample &s)
 		       f.sym.c_str(), f.dso.c_str());
 }
 
+/*
+ * perf record of helper args (by default 0.3 s of system calls: ~300
+ * samples at 1 kHz, ~250 of them merged under TCG). perf script and perf
+ * report only read a recording, so the tests that record the same helper
+ * with the same args share one: it is made once, by the first of them.
+ */
 std::string record(const char *helper, const char *tag, Result *rec,
-		   const std::vector<std::string> &args = {})
+		   const std::vector<std::string> &args = {"0.3"})
 {
-	std::string data = tmpdir() + "/" + tag + ".data";
-	std::vector<std::string> argv = {kPerf, "record", "-N",
-		"-e", "cpu-clock", "-F", "1000", "--call-graph", "fp,defer",
-		"-o", data, "--", helper};
-	argv.insert(argv.end(), args.begin(), args.end());
-	*rec = run(argv);
-	EXPECT_EQ(rec->status, 0) << describe(argv, *rec);
-	return data;
+	struct Recording {
+		std::vector<std::string> argv;
+		std::string data;
+		Result result;
+	};
+	static std::map<std::vector<std::string>, Recording> made;
+	std::vector<std::string> key = args;
+	key.insert(key.begin(), helper);
+	auto it = made.find(key);
+	if (it == made.end()) {
+		Recording r;
+		r.data = tmpdir() + "/" + tag + ".data";
+		r.argv = {kPerf, "record", "-N", "-e", "cpu-clock", "-F",
+			  "1000", "--call-graph", "fp,defer", "-o", r.data,
+			  "--", helper};
+		r.argv.insert(r.argv.end(), args.begin(), args.end());
+		r.result = run(r.argv);
+		it = made.emplace(key, r).first;
+	}
+	*rec = it->second.result;
+	EXPECT_EQ(rec->status, 0) << describe(it->second.argv, *rec);
+	return it->second.data;
 }
 
 /* perf script of data, only the samples of helper's comm (every sample
