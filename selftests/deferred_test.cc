@@ -203,7 +203,7 @@ protected:
 		w.fd = fd;
 		for (double t0 = now(); now() - t0 < 8;) {
 			s->event(0).enable();
-			w.until = now() + 0.2;
+			w.until = now() + 0.05;
 			ASSERT_GT(deferred_recurse(kDepth, &w), 0);
 			s->event(0).disable();
 			s->drain();

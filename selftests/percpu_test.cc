@@ -62,7 +62,7 @@ Outcome record_migrating(int attempt, bool bare)
 	s.enable();
 	std::thread worker([&] {
 		tid = work::gettid();
-		work::read_zero(0.5, 16 << 20);
+		work::read_zero(0.25, 16 << 20); /* ~200 entries */
 		t_stop = work::now_ns(); /* every entry before is over */
 		done = true;
 	});

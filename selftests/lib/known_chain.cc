@@ -65,7 +65,8 @@ void check(const std::string &name, bool compat, bool deferred,
 	session::Options o;
 	o.pages = 256;
 	o.defer_callchain = o.defer_output = deferred;
-	int st = session::record_program(&s, &child, { path, "1000" }, o, 0,
+	/* 150 ms: ~600 chains under TCG, where 5 are needed. */
+	int st = session::record_program(&s, &child, { path, "150" }, o, 0,
 					 before_exec);
 	ASSERT_GE(st, 0) << path << ": " << strerror(-st);
 	if (session::exec_failed(st))
