@@ -51,7 +51,7 @@ TEST(Callchain, KernelAndUserPartsHoldTheRecursion)
 	int samples = 0, with_kernel = 0, with_recursion = 0, deepest = 0;
 	for (double t0 = work::now_s(); work::now_s() - t0 < 5 && with_recursion < kWantKernelSamples;) {
 		ev.enable();
-		ASSERT_GT(work::work_recurse_reading(kDepth, fd, work::now_s() + 0.2), 0);
+		ASSERT_GT(work::work_recurse_reading(kDepth, fd, work::now_s() + 0.05), 0);
 		ev.disable();
 		for (const perf::Record &rec_ : ev.drain()) {
 			if (rec_.header.type != PERF_RECORD_SAMPLE)

@@ -29,7 +29,7 @@ TEST(Cookie, NonZeroAndNewForEveryEntry)
 	o.pages = 512; /* no lost sample may hide a record's announcer */
 	ASSERT_EQ(s.open(o, 0, -1), 0);
 	s.enable();
-	work::mixed(0.3);
+	work::mixed(0.1); /* ~400 entries under TCG */
 	perf::CookieMatcher m;
 	std::string err;
 	ASSERT_TRUE(s.stop(&m, &err)) << err;
@@ -73,7 +73,7 @@ TEST(Cookie, SharedByAllSamplesAndEventsOfOneEntry)
 	ASSERT_EQ(s.open(clock2, 0, -1), 0);
 	ASSERT_EQ(s.open(task, 0, -1), 0);
 	s.enable();
-	uint64_t until = work::now_ns() + 400000000;
+	uint64_t until = work::now_ns() + 150000000; /* ~900 entries */
 	do {
 		work::mixed(0, 2 << 20); /* one round: two reads, a spin */
 		s.drain();
@@ -144,7 +144,7 @@ TEST(Cookie, UniqueAcrossConcurrentCpus)
 			if (p.open)
 				return;
 			s.enable();
-			work::mixed(0.3, 256 << 10);
+			work::mixed(0.1, 256 << 10); /* 20+ records each */
 			s.disable();
 			p.ran_on = work::current_cpu();
 			s.drain();

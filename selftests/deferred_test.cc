@@ -25,21 +25,20 @@
 
 #include <algorithm>
 #include <map>
-#include <memory>
 #include <set>
 
+#include "lib/cookie_match.h"
 #include "lib/features.h"
 #include "lib/perf_abi.h"
 #include "lib/perf_event.h"
+#include "lib/session.h"
 #include "lib/symbols.h"
+#include "lib/test_class.h"
 #include "lib/workload.h"
 
 namespace {
 
 constexpr int kDepth = 6;
-constexpr uint64_t kSampleType = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
-				 PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
-				 PERF_SAMPLE_CALLCHAIN;
 
 double now()
 {
@@ -98,115 +97,52 @@ extern "C" __attribute__((noinline)) int deferred_recurse(int n, const Work *w)
 	return r;
 }
 
-perf_event_attr sampling_attr(bool defer_output)
-{
-	perf_event_attr attr{};
-	attr.size = sizeof(attr);
-	attr.type = PERF_TYPE_SOFTWARE;
-	attr.config = PERF_COUNT_SW_CPU_CLOCK;
-	attr.sample_period = 100000; /* ns */
-	attr.sample_type = kSampleType;
-	attr.sample_id_all = 1;
-	attr.disabled = 1;
-	perf_abi::set_attr_bit(&attr, perf_abi::kDeferCallchainBit);
-	if (defer_output)
-		perf_abi::set_attr_bit(&attr, perf_abi::kDeferOutputBit);
-	return attr;
-}
-
-/* A side-band only event that receives the deferred records. */
-perf_event_attr output_attr()
-{
-	perf_event_attr attr{};
-	attr.size = sizeof(attr);
-	attr.type = PERF_TYPE_SOFTWARE;
-	attr.config = PERF_COUNT_SW_DUMMY;
-	attr.sample_type = kSampleType & ~PERF_SAMPLE_CALLCHAIN;
-	attr.sample_id_all = 1;
-	perf_abi::set_attr_bit(&attr, perf_abi::kDeferOutputBit);
-	return attr;
-}
-
-struct Announce {
-	uint64_t cookie = 0, time = 0;
-	uint32_t tid = 0, cpu = 0;
-	bool in_kernel = false;
-};
-
+/* The deferred records of every buffer of s, with their buffer. */
 struct Delivery {
 	perf::DeferredCallchain d;
 	size_t buffer = 0;
 };
 
-/* Everything read from a set of buffers, checked record by record. */
-struct Collected {
-	size_t samples = 0, in_place_user = 0, no_user = 0;
-	std::vector<Announce> announces;
-	std::vector<Delivery> deliveries;
-	std::vector<std::string> errors;
-
-	void add(size_t buffer, const std::vector<perf::Record> &recs,
-		 uint64_t sample_type)
-	{
+std::vector<Delivery> deliveries(const session::Session &s)
+{
+	std::vector<Delivery> out;
+	for (size_t b = 0; b < s.size(); b++) {
 		std::string err;
-		for (const perf::Record &r : recs) {
-			if (r.header.type == PERF_RECORD_SAMPLE) {
-				perf::Sample s;
-				if (!perf::parse_sample(r, sample_type, &s, &err)) {
-					errors.push_back(err);
-					continue;
-				}
-				samples++;
-				add_sample(s);
-			} else if (r.header.type ==
-				   perf_abi::kRecordCallchainDeferred) {
-				Delivery v;
-				v.buffer = buffer;
-				if (!perf::parse_deferred(r, sample_type, true,
-							  &v.d, &err)) {
-					errors.push_back(err);
-					continue;
-				}
-				deliveries.push_back(v);
-			}
-		}
+		for (perf::DeferredCallchain &d : s.deferred(b, &err))
+			out.push_back({ std::move(d), b });
+		EXPECT_TRUE(err.empty()) << "buffer " << b << ": " << err;
 	}
+	return out;
+}
 
-	void add_sample(const perf::Sample &s)
-	{
-		perf::SplitChain c = perf::split_callchain(s.callchain);
-		size_t n = s.callchain.size();
-		if (!c.deferred) {
-			if (c.has_user_ctx && !c.user.empty())
-				in_place_user++;
-			else
-				no_user++;
-			return;
-		}
-		/* The marker, then exactly one entry: the cookie. */
-		if (n < 2 || s.callchain[n - 2] != perf_abi::kContextUserDeferred)
-			errors.push_back("PERF_CONTEXT_USER_DEFERRED is not "
-					 "followed by exactly one entry");
-		if (c.has_user_ctx)
-			errors.push_back("deferred callchain also has a "
-					 "PERF_CONTEXT_USER part");
-		if (!c.cookie)
-			errors.push_back("deferred callchain with cookie 0");
-		announces.push_back({ c.cookie, s.sid.time, s.sid.tid,
-				      s.sid.cpu, c.has_kernel_ctx });
-	}
+/* Records by (cookie, tid). */
+std::map<std::pair<uint64_t, uint32_t>, std::vector<const Delivery *>>
+by_key(const std::vector<Delivery> &v)
+{
+	std::map<std::pair<uint64_t, uint32_t>, std::vector<const Delivery *>> m;
+	for (const Delivery &d : v)
+		m[{ d.d.cookie, d.d.sid.tid }].push_back(&d);
+	return m;
+}
 
-	/* Records by (cookie, tid). */
-	std::map<std::pair<uint64_t, uint32_t>, std::vector<const Delivery *>>
-	by_key() const
-	{
-		std::map<std::pair<uint64_t, uint32_t>,
-			 std::vector<const Delivery *>> m;
-		for (const Delivery &v : deliveries)
-			m[{ v.d.cookie, v.d.sid.tid }].push_back(&v);
-		return m;
-	}
-};
+/*
+ * Match everything s drained; fail on what breaks the ABI in any sample:
+ * PERF_CONTEXT_USER_DEFERRED not followed by exactly one entry or next to
+ * a PERF_CONTEXT_USER part, or a cookie 0.
+ */
+perf::MatchResult match(const session::Session &s, perf::CookieMatcher *m)
+{
+	std::string err;
+	EXPECT_TRUE(s.match(m, &err)) << err;
+	perf::MatchResult r = m->match();
+	EXPECT_EQ(r.bad_marker_samples, 0u)
+		<< "PERF_CONTEXT_USER_DEFERRED not followed by exactly one "
+		   "entry, or next to a PERF_CONTEXT_USER part: "
+		<< r.describe();
+	for (const perf::Announce &a : m->announces())
+		EXPECT_NE(a.cookie, 0u) << "deferred callchain with cookie 0";
+	return r;
+}
 
 void check_record(const perf::DeferredCallchain &d, pid_t tid)
 {
@@ -215,17 +151,37 @@ void check_record(const perf::DeferredCallchain &d, pid_t tid)
 	EXPECT_EQ(d.sid.tid, (uint32_t)tid) << "deferred record of another task";
 	EXPECT_FALSE(d.ips.empty()) << "deferred record without user address";
 	for (uint64_t ip : d.ips) {
-		EXPECT_LT(ip, 0x00007ffffffff000ULL)
+		EXPECT_LT(ip, perf_abi::kUserLimit)
 			<< "kernel address or context marker 0x" << std::hex
 			<< ip << " in a deferred record";
 	}
 }
 
+/* What every test here samples: the recursion, on a cpu-clock event. */
+session::Options sampling(bool defer_output)
+{
+	session::Options o;
+	o.period = 100000; /* ns */
+	o.defer_output = defer_output;
+	o.pages = 256;
+	return o;
+}
+
+/*
+ * Skip on a kernel without the feature, else find deferred_recurse in the
+ * test's own symbols. A macro, so that the skip or a failure ends the test
+ * (each test starts with EXTENSION() when it is one, then this).
+ */
+#define DEFERRED_SETUP()                                                    \
+	do {                                                                \
+		SKIP_UNLESS_DEFER_CALLCHAIN();                              \
+		ASSERT_NO_FATAL_FAILURE(load_symbols());                    \
+	} while (0)
+
 class Deferred : public ::testing::Test {
 protected:
-	void SetUp() override
+	void load_symbols()
 	{
-		SKIP_UNLESS_DEFER_CALLCHAIN();
 		std::string err;
 		symbols_ = syms::load("/proc/self/exe", &err);
 		ASSERT_FALSE(symbols_.empty()) << err;
@@ -234,11 +190,11 @@ protected:
 	}
 
 	/*
-	 * Sample the recursion reading /dev/zero with a cpu-clock event on
-	 * this thread, until enough kernel entries had several samples.
+	 * Sample the recursion reading /dev/zero with the cpu-clock event
+	 * (buffer 0 of s) on this thread, until enough kernel entries had
+	 * several samples.
 	 */
-	void run_reads(perf::Event *sampling, perf::Event *output,
-		       Collected *col)
+	void run_reads(session::Session *s)
 	{
 		int fd = open("/dev/zero", O_RDONLY);
 		ASSERT_GE(fd, 0) << strerror(errno);
@@ -246,27 +202,26 @@ protected:
 		w.op = Work::kRead;
 		w.fd = fd;
 		for (double t0 = now(); now() - t0 < 8;) {
-			sampling->enable();
-			w.until = now() + 0.2;
+			s->event(0).enable();
+			w.until = now() + 0.05;
 			ASSERT_GT(deferred_recurse(kDepth, &w), 0);
-			sampling->disable();
-			col->add(0, sampling->drain(), kSampleType);
-			if (output)
-				col->add(1, output->drain(), kSampleType);
+			s->event(0).disable();
+			s->drain();
+			perf::CookieMatcher m;
+			std::string err;
+			ASSERT_TRUE(s->match(&m, &err)) << err;
 			std::map<uint64_t, int> per_cookie;
-			for (const Announce &a : col->announces)
+			for (const perf::Announce &a : m.announces())
 				per_cookie[a.cookie]++;
 			int shared = 0;
 			for (auto &kv : per_cookie)
 				shared += kv.second > 1;
-			if (shared >= 3 && col->deliveries.size() >= 10)
+			if (shared >= 3 && m.deliveries().size() >= 10)
 				break;
 		}
 		close(fd);
-		EXPECT_EQ(sampling->lost(), 0u);
-		if (output) {
-			EXPECT_EQ(output->lost(), 0u);
-		}
+		for (size_t i = 0; i < s->size(); i++)
+			EXPECT_EQ(s->event(i).lost(), 0u) << "buffer " << i;
 	}
 
 	/*
@@ -276,16 +231,17 @@ protected:
 	 * record: the sample taken inside the ioctl that disables the
 	 * defer_output event itself, whose record has nowhere to go.
 	 */
-	void check_matches(const Collected &col, size_t out_buffer,
+	void check_matches(const session::Session &s, size_t out_buffer,
 			   bool tolerate_last)
 	{
-		for (const std::string &e : col.errors)
-			ADD_FAILURE() << e;
+		perf::CookieMatcher m;
+		perf::MatchResult r = match(s, &m);
+		std::vector<Delivery> recs = deliveries(s);
 		pid_t tid = gettid_();
-		auto by_key = col.by_key();
+		auto keyed = by_key(recs);
 		std::map<uint64_t, int> per_cookie;
 		uint64_t last_time = 0, last_cookie = 0;
-		for (const Announce &a : col.announces) {
+		for (const perf::Announce &a : m.announces()) {
 			per_cookie[a.cookie]++;
 			if (a.time >= last_time) {
 				last_time = a.time;
@@ -296,9 +252,9 @@ protected:
 		for (auto &kv : per_cookie) {
 			shared += kv.second > 1;
 			max_per_cookie = std::max(max_per_cookie, kv.second);
-			auto it = by_key.find({ kv.first, (uint32_t)tid });
+			auto it = keyed.find({ kv.first, (uint32_t)tid });
 			size_t n = 0;
-			for (auto *v : it == by_key.end() ?
+			for (auto *v : it == keyed.end() ?
 				     std::vector<const Delivery *>() : it->second)
 				n += v->buffer == out_buffer;
 			if (n == 0 && tolerate_last && kv.first == last_cookie) {
@@ -310,7 +266,7 @@ protected:
 					 << kv.second << " samples";
 		}
 		int with_recursion = 0;
-		for (const Delivery &v : col.deliveries) {
+		for (const Delivery &v : recs) {
 			check_record(v.d, tid);
 			EXPECT_TRUE(per_cookie.count(v.d.cookie))
 				<< "record with cookie 0x" << std::hex
@@ -318,24 +274,27 @@ protected:
 			with_recursion += syms::longest_run(v.d.ips, *rec_) >= kDepth;
 		}
 		int kernel_samples = 0;
-		for (const Announce &a : col.announces)
+		for (const perf::Announce &a : m.announces())
 			kernel_samples += a.in_kernel;
 		printf("# samples %zu (deferred %zu, in kernel %d, in-place "
 		       "user %zu, no user %zu), cookies %zu (shared by >1 "
 		       "sample %d, most samples %d), deferred records %zu "
 		       "(holding the recursion %d), unmatched last %d\n",
-		       col.samples, col.announces.size(), kernel_samples,
-		       col.in_place_user, col.no_user, per_cookie.size(),
-		       shared, max_per_cookie, col.deliveries.size(),
-		       with_recursion, unmatched);
+		       r.samples, r.announcing_samples, kernel_samples,
+		       r.fallback_samples, r.no_user_samples, per_cookie.size(),
+		       shared, max_per_cookie, recs.size(), with_recursion,
+		       unmatched);
 		EXPECT_GT(kernel_samples, 0) << "no deferred kernel sample";
-		EXPECT_EQ(col.in_place_user, 0u)
+		EXPECT_EQ(r.fallback_samples, 0u)
 			<< "samples of this task unwound in place";
 		EXPECT_GT(shared, 0)
 			<< "no kernel entry with several samples";
 		EXPECT_GT(with_recursion, 0) << "no record holding " << kDepth
 					     << " frames of deferred_recurse";
 	}
+
+	/* Per-CPU records of sched_setaffinity() calls that move us. */
+	void per_cpu_migration(bool track);
 
 	std::vector<syms::Symbol> symbols_;
 	const syms::Symbol *rec_ = nullptr;
@@ -348,7 +307,7 @@ TEST(DeferredAbi, BitsAcceptedTogetherAndAlone)
 	EXPECT_EQ(features::try_attr_bit(perf_abi::kDeferOutputBit + 1),
 		  -EINVAL);
 
-	perf_event_attr attr = sampling_attr(true);
+	perf_event_attr attr = session::make_attr(sampling(true));
 	int fd = perf::open_event(&attr, 0, -1);
 	EXPECT_GE(fd, 0) << "both bits: " << strerror(-fd);
 	if (fd >= 0)
@@ -364,58 +323,60 @@ TEST(DeferredAbi, BitsAcceptedTogetherAndAlone)
  */
 TEST_F(Deferred, PerTaskSamplesInSyscallShareOneRecord)
 {
-	perf::Event output, sampling;
-	ASSERT_EQ(output.open(output_attr(), 0, -1), 0);
-	int r = sampling.open(sampling_attr(false), 0, -1, 256);
+	DEFERRED_SETUP();
+	session::Session s;
+	int r = s.open(sampling(false), 0, -1);
 	if (r == -EACCES || r == -EPERM)
 		GTEST_SKIP() << "kernel samples not allowed: " << strerror(-r);
 	ASSERT_EQ(r, 0) << strerror(-r);
+	ASSERT_EQ(s.open(session::sideband(), 0, -1), 0);
+	s.event(1).enable();
 
-	Collected col;
-	run_reads(&sampling, &output, &col);
-	for (const Delivery &v : col.deliveries)
+	ASSERT_NO_FATAL_FAILURE(run_reads(&s));
+	s.event(1).disable();
+	s.drain();
+	for (const Delivery &v : deliveries(s))
 		EXPECT_EQ(v.buffer, 1u) << "record in the sampling event's "
 					   "buffer, which lacks defer_output";
-	check_matches(col, 1, false);
+	check_matches(s, 1, false);
 }
 
 /* A sampling event with defer_output gets the records in its own buffer. */
 TEST_F(Deferred, PerTaskSamplingEventGetsItsOwnRecords)
 {
-	perf::Event sampling;
-	int r = sampling.open(sampling_attr(true), 0, -1, 256);
+	DEFERRED_SETUP();
+	session::Session s;
+	int r = s.open(sampling(true), 0, -1);
 	if (r == -EACCES || r == -EPERM)
 		GTEST_SKIP() << "kernel samples not allowed: " << strerror(-r);
 	ASSERT_EQ(r, 0) << strerror(-r);
 
-	Collected col;
-	run_reads(&sampling, nullptr, &col);
-	check_matches(col, 0, true);
+	ASSERT_NO_FATAL_FAILURE(run_reads(&s));
+	check_matches(s, 0, true);
 }
 
 /* Every hit of tracepoint id sampled, with both deferral bits. */
-perf_event_attr deferred_tracepoint(long id)
+session::Options deferred_tracepoint(long id)
 {
-	perf_event_attr attr{};
-	attr.size = sizeof(attr);
-	attr.type = PERF_TYPE_TRACEPOINT;
-	attr.config = id;
-	attr.sample_period = 1;
-	attr.sample_type = kSampleType;
-	attr.sample_id_all = 1;
-	perf_abi::set_attr_bit(&attr, perf_abi::kDeferCallchainBit);
-	perf_abi::set_attr_bit(&attr, perf_abi::kDeferOutputBit);
-	return attr;
+	session::Options o;
+	o.type = PERF_TYPE_TRACEPOINT;
+	o.config = id;
+	o.period = 1;
+	o.pages = 16;
+	return o;
 }
 
 /*
  * Per-CPU events: the sample is taken on the CPU the task leaves (entry of
  * sched_setaffinity), the record must come from the CPU it returns on,
  * with the same cookie and TID, exactly once over all the CPUs' buffers.
+ * The per-CPU events are the receivers (defer_output); with track they
+ * are side-band events as perf's first event is (mmap, comm, task).
  */
-TEST_F(Deferred, PerCpuRecordFollowsMigration)
+void Deferred::per_cpu_migration(bool track)
 {
-	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	std::vector<int> cpus = session::online_cpus();
+	int ncpu = (int)cpus.size();
 	if (ncpu < 2)
 		GTEST_SKIP() << "needs 2 CPUs, have " << ncpu;
 	long id = work::tracepoint_id("syscalls/sys_enter_sched_setaffinity");
@@ -423,60 +384,52 @@ TEST_F(Deferred, PerCpuRecordFollowsMigration)
 		GTEST_SKIP() << "no syscalls:sys_enter_sched_setaffinity "
 				"tracepoint (CONFIG_FTRACE_SYSCALLS, tracefs)";
 
-	perf_event_attr attr = deferred_tracepoint(id);
-	attr.disabled = 1;
-	std::vector<std::unique_ptr<perf::Event>> evs;
-	for (int cpu = 0; cpu < ncpu; cpu++) {
-		evs.push_back(std::make_unique<perf::Event>());
-		int r = evs.back()->open(attr, -1, cpu, 16);
-		if (r == -EACCES || r == -EPERM)
-			GTEST_SKIP() << "per-CPU events not allowed: "
-				     << strerror(-r);
-		ASSERT_EQ(r, 0) << "cpu " << cpu << ": " << strerror(-r);
-	}
+	session::Options o = deferred_tracepoint(id);
+	o.track = track;
+	session::Session s;
+	int r = s.open_per_cpu(o);
+	if (r == -EACCES || r == -EPERM)
+		GTEST_SKIP() << "per-CPU events not allowed: " << strerror(-r);
+	ASSERT_EQ(r, 0) << "per-CPU perf_event_open: " << strerror(-r);
 
 	cpu_set_t saved;
 	ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
 	constexpr int kMoves = 40;
 	std::vector<int> target;
-	for (auto &e : evs)
-		e->enable();
+	s.enable();
 	Work w;
 	w.op = Work::kAffinity;
 	for (int i = 0; i < kMoves; i++) {
-		w.cpu = (i + 1) % ncpu;
+		w.cpu = cpus[(i + 1) % ncpu];
 		target.push_back(w.cpu);
 		ASSERT_EQ(deferred_recurse(kDepth, &w), 1) << strerror(errno);
 	}
-	for (auto &e : evs)
-		e->disable();
+	s.disable();
 	sched_setaffinity(0, sizeof(saved), &saved);
+	s.drain();
 
-	Collected col;
-	for (int cpu = 0; cpu < ncpu; cpu++)
-		col.add(cpu, evs[cpu]->drain(), kSampleType);
-	for (const std::string &e : col.errors)
-		ADD_FAILURE() << e;
-
+	perf::CookieMatcher m;
+	perf::MatchResult res = match(s, &m);
+	std::vector<Delivery> recs = deliveries(s);
 	pid_t tid = gettid_();
-	auto by_key = col.by_key();
-	std::vector<Announce> announces = col.announces;
+	auto keyed = by_key(recs);
+	std::vector<perf::Announce> announces = m.announces();
 	std::sort(announces.begin(), announces.end(),
-		  [](const Announce &a, const Announce &b) {
+		  [](const perf::Announce &a, const perf::Announce &b) {
 			  return a.time < b.time;
 		  });
 	int ours = 0, matched = 0, migrated = 0, on_target = 0,
 	    with_recursion = 0;
 	std::set<uint64_t> cookies;
-	for (const Announce &a : announces) {
+	for (const perf::Announce &a : announces) {
 		if (a.tid != (uint32_t)tid)
 			continue;
 		ours++;
 		EXPECT_TRUE(cookies.insert(a.cookie).second)
 			<< "two sched_setaffinity calls share cookie 0x"
 			<< std::hex << a.cookie;
-		auto it = by_key.find({ a.cookie, a.tid });
-		if (it == by_key.end()) {
+		auto it = keyed.find({ a.cookie, a.tid });
+		if (it == keyed.end()) {
 			ADD_FAILURE() << "no record for cookie 0x" << std::hex
 				      << a.cookie << " sampled on cpu "
 				      << std::dec << a.cpu;
@@ -487,25 +440,40 @@ TEST_F(Deferred, PerCpuRecordFollowsMigration)
 		const Delivery *v = it->second[0];
 		matched++;
 		check_record(v->d, tid);
-		EXPECT_EQ(v->buffer, v->d.sid.cpu)
+		EXPECT_EQ(s.cpu(v->buffer), (int)v->d.sid.cpu)
 			<< "record in the buffer of another CPU than its own";
 		migrated += v->d.sid.cpu != a.cpu;
 		with_recursion += syms::longest_run(v->d.ips, *rec_) >= kDepth;
 		if (ours <= kMoves)
 			on_target += (int)v->d.sid.cpu == target[ours - 1];
 	}
-	printf("# cpus %d, sched_setaffinity calls %d, samples %zu (ours %d, "
-	       "in-place user %zu), deferred records %zu (matched %d, "
-	       "returned on another CPU %d, on the target CPU %d, holding "
-	       "the recursion %d)\n", ncpu, kMoves, col.samples, ours,
-	       col.in_place_user, col.deliveries.size(), matched, migrated,
-	       on_target, with_recursion);
+	printf("# cpus %d, receivers %s, sched_setaffinity calls %d, samples "
+	       "%zu (ours %d, in-place user %zu), deferred records %zu "
+	       "(matched %d, returned on another CPU %d, on the target CPU "
+	       "%d, holding the recursion %d)\n", ncpu,
+	       track ? "side-band (mmap, comm, task)" : "defer_output only",
+	       kMoves, res.samples, ours, res.fallback_samples, recs.size(),
+	       matched, migrated, on_target, with_recursion);
 	EXPECT_EQ(ours, kMoves) << "one sample per sched_setaffinity call";
 	EXPECT_EQ(matched, ours);
-	EXPECT_EQ(col.deliveries.size(), (size_t)matched) << "orphan records";
+	EXPECT_EQ(recs.size(), (size_t)matched) << "orphan records";
 	EXPECT_GT(migrated, 0) << "no record written on the CPU moved to";
 	EXPECT_EQ(on_target, ours) << "records not on the CPU returned on";
 	EXPECT_EQ(with_recursion, matched);
+}
+
+TEST_F(Deferred, PerCpuRecordFollowsMigration)
+{
+	DEFERRED_SETUP();
+	per_cpu_migration(true);
+}
+
+TEST_F(Deferred, PerCpuRecordFollowsMigrationBareReceivers)
+{
+	EXTENSION("per-CPU receivers whose only side-band bit is defer_output "
+		  "get the records (upstream delivers only to side-band events)");
+	DEFERRED_SETUP();
+	per_cpu_migration(false);
 }
 
 /*
@@ -515,6 +483,9 @@ TEST_F(Deferred, PerCpuRecordFollowsMigration)
  */
 TEST_F(Deferred, ExitingTaskGetsItsRecord)
 {
+	EXTENSION("a task sampled on its way out gets its record (SPEC 4: "
+		  "exit path); upstream unwinds it in place or not at all");
+	DEFERRED_SETUP();
 	long id = work::tracepoint_id("syscalls/sys_enter_exit_group");
 	if (id < 0)
 		GTEST_SKIP() << "no syscalls:sys_enter_exit_group tracepoint";
@@ -535,9 +506,10 @@ TEST_F(Deferred, ExitingTaskGetsItsRecord)
 	}
 	close(go[0]);
 
-	perf_event_attr attr = deferred_tracepoint(id);
-	perf::Event ev;
-	int r = ev.open(attr, child, -1, 16);
+	session::Options o = deferred_tracepoint(id);
+	o.disabled = false;
+	session::Session s;
+	int r = s.open(o, child, -1);
 	if (r) {
 		kill(child, SIGKILL);
 		waitpid(child, nullptr, 0);
@@ -549,19 +521,19 @@ TEST_F(Deferred, ExitingTaskGetsItsRecord)
 	close(go[1]);
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 
-	Collected col;
-	col.add(0, ev.drain(), kSampleType);
-	for (const std::string &e : col.errors)
-		ADD_FAILURE() << e;
+	s.drain();
+	perf::CookieMatcher m;
+	perf::MatchResult res = match(s, &m);
+	std::vector<Delivery> recs = deliveries(s);
 	printf("# samples %zu (deferred %zu, in-place user %zu), deferred "
-	       "records %zu\n", col.samples, col.announces.size(),
-	       col.in_place_user, col.deliveries.size());
-	ASSERT_EQ(col.announces.size(), 1u);
-	ASSERT_EQ(col.deliveries.size(), 1u);
-	const perf::DeferredCallchain &d = col.deliveries[0].d;
-	EXPECT_EQ(d.cookie, col.announces[0].cookie);
+	       "records %zu\n", res.samples, res.announcing_samples,
+	       res.fallback_samples, recs.size());
+	ASSERT_EQ(m.announces().size(), 1u);
+	ASSERT_EQ(recs.size(), 1u);
+	const perf::DeferredCallchain &d = recs[0].d;
+	EXPECT_EQ(d.cookie, m.announces()[0].cookie);
 	check_record(d, child);
-	EXPECT_GE(longest_run(d.ips, *rec_), kDepth)
+	EXPECT_GE(syms::longest_run(d.ips, *rec_), kDepth)
 		<< "the exiting child's record lacks its recursion";
 }
 

@@ -6,7 +6,10 @@
  * sched_setaffinity(). The task is sampled on one CPU and returns to user
  * space on another: its record must be in the buffer of the CPU it returned
  * on (the record's sample_id cpu == that buffer's CPU), exactly once, with
- * its TID. Skips on a kernel without defer_callchain or with one CPU.
+ * its TID. The records go to a side-band dummy per CPU, as perf sets them
+ * up; that they also reach sampling events whose only side-band bit is
+ * defer_output is our extension. Skips on a kernel without
+ * defer_callchain or with one CPU.
  */
 #include <gtest/gtest.h>
 #include <time.h>
@@ -19,6 +22,7 @@
 #include "lib/cookie_match.h"
 #include "lib/features.h"
 #include "lib/session.h"
+#include "lib/test_class.h"
 #include "lib/workload.h"
 
 namespace {
@@ -28,8 +32,13 @@ struct Outcome {
 	int failures = 0;
 };
 
-/* One recording; returns what it saw, failing the test on a violation. */
-Outcome record_migrating(int attempt)
+/*
+ * One recording; returns what it saw, failing the test on a violation.
+ * The receivers: a side-band dummy per CPU, as perf sets them up, or
+ * (bare) the sampling events themselves with defer_output as their only
+ * side-band bit.
+ */
+Outcome record_migrating(int attempt, bool bare)
 {
 	Outcome out;
 	std::vector<int> cpus = session::online_cpus();
@@ -38,7 +47,10 @@ Outcome record_migrating(int attempt)
 	o.period = 500000;
 	o.exclude_idle = true;
 	o.pages = 256;
+	o.defer_output = bare;
 	int r = s.open_per_cpu(o);
+	if (!r && !bare)
+		r = s.open_per_cpu(session::sideband());
 	EXPECT_EQ(r, 0) << "per-CPU perf_event_open: " << strerror(-r);
 	if (r)
 		return out;
@@ -50,7 +62,7 @@ Outcome record_migrating(int attempt)
 	s.enable();
 	std::thread worker([&] {
 		tid = work::gettid();
-		work::read_zero(0.5, 16 << 20);
+		work::read_zero(0.25, 16 << 20); /* ~200 entries */
 		t_stop = work::now_ns(); /* every entry before is over */
 		done = true;
 	});
@@ -108,11 +120,13 @@ Outcome record_migrating(int attempt)
 	size_t orphans = 0;
 	for (const perf::Delivery &d : res.orphans)
 		orphans += d.tid == (uint32_t)tid.load();
-	printf("# attempt %d: worker tid %d moved %d times; %zu entries "
+	printf("# attempt %d, %s: worker tid %d moved %d times; %zu entries "
 	       "sampled, %zu with exactly one record on the right CPU, %zu "
 	       "returned on another CPU than their last sample; %zu orphan "
 	       "records of the worker\n# all tasks: %s\n",
-	       attempt, tid.load(), moves.load(), out.cookies,
+	       attempt, bare ? "sampling events with defer_output only" :
+			       "a side-band dummy per CPU", tid.load(),
+	       moves.load(), out.cookies,
 	       out.matched_once, out.migrated, orphans,
 	       res.describe().substr(0, res.describe().find('\n')).c_str());
 	EXPECT_EQ(orphans, 0u) << "records of the worker nobody announced";
@@ -123,20 +137,32 @@ Outcome record_migrating(int attempt)
 	return out;
 }
 
-TEST(PerCpu, RecordFollowsTheTaskToItsReturnCpu)
+void check_migrating(bool bare)
 {
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	if (session::online_cpus().size() < 2)
 		GTEST_SKIP() << "needs 2 CPUs, have 1";
 	size_t migrated = 0;
 	for (int attempt = 1; attempt <= 3 && !migrated; attempt++) {
-		Outcome o = record_migrating(attempt);
-		if (HasFailure())
+		Outcome o = record_migrating(attempt, bare);
+		if (testing::Test::HasFailure())
 			return;
 		migrated += o.migrated;
 	}
 	EXPECT_GT(migrated, 0u) << "in 3 attempts no entry was sampled on "
 				   "one CPU and returned on another";
+}
+
+TEST(PerCpu, RecordFollowsTheTaskToItsReturnCpu)
+{
+	check_migrating(false);
+}
+
+TEST(PerCpu, BareReceiverGetsTheRecordOnItsReturnCpu)
+{
+	EXTENSION("per-CPU receivers whose only side-band bit is defer_output "
+		  "get the records (upstream delivers only to side-band events)");
+	check_migrating(true);
 }
 
 } // namespace

@@ -17,6 +17,7 @@
 
 #include "lib/cookie_match.h"
 #include "lib/features.h"
+#include "lib/perf_abi.h"
 #include "lib/session.h"
 #include "lib/workload.h"
 
@@ -114,7 +115,7 @@ Report run_as_nobody(bool defer)
 						perf::split_callchain(sm.callchain);
 					size_t k = c.kernel.size();
 					for (uint64_t ip : c.user)
-						k += ip >= perf::kKernelStart;
+						k += perf_abi::is_kernel_address(ip);
 					if (k && !r.kernel_ips)
 						snprintf(r.first_kernel,
 							 sizeof(r.first_kernel),

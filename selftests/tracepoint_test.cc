@@ -79,8 +79,9 @@ void sample_tracepoint(const char *tp, bool deferred)
 	s.drain();
 	ASSERT_EQ(ok, kReads);
 
-	work::Kallsyms ks;
-	ks.load();
+	static work::Kallsyms ks; /* loaded once: slow under TCG */
+	if (ks.empty())
+		ks.load();
 	perf::CookieMatcher m;
 	ASSERT_TRUE(s.match(&m, &err)) << err;
 	perf::MatchResult res = m.match();

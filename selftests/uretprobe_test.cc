@@ -17,6 +17,7 @@
 #include "lib/known_chain.h"
 #include "lib/perf_event.h"
 #include "lib/symbols.h"
+#include "lib/test_class.h"
 #include "lib/workload.h"
 
 namespace {
@@ -64,6 +65,7 @@ void check_with_uretprobe(const std::string &name, bool compat,
 {
 	if (access(kUprobePmu, F_OK))
 		GTEST_SKIP() << "no uprobe PMU (CONFIG_UPROBE_EVENTS)";
+	SKIP_UNLESS_HELPER(name);
 	std::string path = work::helper_path(name), err;
 	std::vector<syms::Symbol> symbols = syms::load(path, &err);
 	ASSERT_FALSE(symbols.empty()) << path << ": " << err;
@@ -91,12 +93,16 @@ TEST(Uretprobe, InPlaceChainShowsTheHiddenCaller)
 
 TEST(Uretprobe, DeferredChainShowsTheHiddenCaller)
 {
+	EXTENSION("deferred chains put the caller back in a pending "
+		  "uretprobe's trampoline slot (SPEC 4: the right stack)");
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	check_with_uretprobe("compat_stack", false, true);
 }
 
 TEST(Uretprobe, DeferredCompatChainShowsTheHiddenCaller)
 {
+	EXTENSION("deferred ia32 chains put the caller back in a pending "
+		  "uretprobe's trampoline slot (SPEC 4: the right stack)");
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	check_with_uretprobe("compat_stack_32", true, true);
 }

@@ -5,7 +5,7 @@
  *
  *   main -> cs_outer -> cs_middle -> cs_leaf
  *
- * cs_leaf reads /dev/zero through inlined raw syscalls for MS milliseconds,
+ * cs_leaf reads /dev/zero through inlined raw syscalls for MS ms of CPU time,
  * so a deferred chain taken at its return to user space is
  *   [ip in cs_leaf, ret in cs_middle, ret in cs_outer, ret in main, ...].
  *

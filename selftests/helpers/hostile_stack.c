@@ -3,7 +3,8 @@
  * A task that breaks its own frame-pointer chain before every system call,
  * built 64-bit (hostile_stack) and 32-bit (hostile_stack_32). The frame
  * pointer register is set to a hostile value in inline asm around a loop
- * of raw read(2)s of /dev/zero, and restored after each loop, for MS ms.
+ * of raw read(2)s of /dev/zero, and restored after each loop, for MS ms
+ * of CPU time.
  *
  * usage: hostile_stack MODE MS, MODE one of
  *   loop        a frame whose saved frame pointer points to itself

@@ -41,18 +41,22 @@ raw_syscall3(long nr, long a, long b, long c)
 }
 #endif
 
-#define CLOCK_MONOTONIC_ID 1
+#define CLOCK_PROCESS_CPUTIME_ID_ 2
 
 /*
- * CLOCK_MONOTONIC in ms, through the raw syscall (a 64-bit timespec on
- * both ABIs: clock_gettime on x86-64, clock_gettime64 on i386). Exits
- * with status 4 if the clock cannot be read, rather than loop forever.
+ * The process's CPU time in ms (CLOCK_PROCESS_CPUTIME_ID), through the raw
+ * syscall (a 64-bit timespec on both ABIs: clock_gettime on x86-64,
+ * clock_gettime64 on i386). The helpers run for MS ms of CPU time, not of
+ * wall time: their cpu-clock samples then do not shrink when other
+ * programs share the CPUs. Exits with status 4 if the clock cannot be
+ * read, rather than loop forever.
  */
 static inline __attribute__((always_inline)) long long raw_now_ms(void)
 {
 	long long ts[2] = { 0, 0 };
 
-	if (raw_syscall3(NR_clock_gettime, CLOCK_MONOTONIC_ID, (long)ts, 0))
+	if (raw_syscall3(NR_clock_gettime, CLOCK_PROCESS_CPUTIME_ID_, (long)ts,
+			 0))
 		raw_syscall3(NR_exit_group, 4, 0, 0);
 	return ts[0] * 1000 + ts[1] / 1000000;
 }

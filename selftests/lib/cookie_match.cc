@@ -32,7 +32,8 @@ bool CookieMatcher::add_buffer(size_t buffer, const std::vector<Record> &recs,
 					bad_marker_++;
 				announces_.push_back({ c.cookie, s.sid.time,
 						       s.sid.tid, s.sid.cpu,
-						       buffer });
+						       buffer,
+						       c.has_kernel_ctx });
 			} else if (c.has_user_ctx && !c.user.empty()) {
 				fallback_++;
 			} else {
@@ -46,9 +47,9 @@ bool CookieMatcher::add_buffer(size_t buffer, const std::vector<Record> &recs,
 			Delivery v{ d.cookie, d.sid.time, d.sid.tid, d.sid.cpu,
 				    buffer, d.ips.size(), false };
 			for (uint64_t ip : d.ips) {
-				v.kernel_ip |= ip >= kKernelStart;
-				v.noncanonical += ip >= kUserLimit &&
-						  ip < kKernelStart;
+				v.kernel_ip |= perf_abi::is_kernel_address(ip);
+				v.noncanonical += ip >= perf_abi::kUserLimit &&
+						  !perf_abi::is_kernel_address(ip);
 			}
 			deliveries_.push_back(v);
 		} else if (r.header.type == PERF_RECORD_LOST &&

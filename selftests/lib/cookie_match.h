@@ -14,32 +14,24 @@
 #include <utility>
 #include <vector>
 
+#include "perf_abi.h"
 #include "perf_event.h"
 
 namespace perf {
-
-/* The end of x86-64 user space (TASK_SIZE_MAX): nothing at or above is
- * a user address. */
-constexpr uint64_t kUserLimit = 0x00007ffffffff000ULL;
-/*
- * The start of the canonical kernel half. Between kUserLimit and here are
- * non-canonical values: junk a frame-pointer walk may read from user
- * memory (the classic in-place walk reports it), never a kernel address.
- */
-constexpr uint64_t kKernelStart = 0xffff800000000000ULL;
 
 struct Announce {
 	uint64_t cookie = 0, time = 0;
 	uint32_t tid = 0, cpu = 0;
 	size_t buffer = 0;
+	bool in_kernel = false; /* the sample has a kernel part */
 };
 
 struct Delivery {
 	uint64_t cookie = 0, time = 0;
 	uint32_t tid = 0, cpu = 0;
 	size_t buffer = 0, nr = 0;
-	bool kernel_ip = false; /* an ip in the kernel half (kKernelStart) */
-	size_t noncanonical = 0; /* ips between kUserLimit and kKernelStart */
+	bool kernel_ip = false; /* an ip in the kernel half */
+	size_t noncanonical = 0; /* ips between the two halves (perf_abi.h) */
 };
 
 /* A sample whose cookie is not the one of the next record (check_next). */

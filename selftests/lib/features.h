@@ -5,9 +5,14 @@
  */
 #pragma once
 
+#include <errno.h>
 #include <gtest/gtest.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <string>
+
+#include "workload.h"
 
 namespace features {
 
@@ -29,3 +34,19 @@ bool defer_callchain(std::string *why);
 		if (!features::defer_callchain(&why_))                      \
 			GTEST_SKIP() << "kernel lacks defer_callchain: " << why_; \
 	} while (0)
+
+/*
+ * Skip the current test, with the reason, when path (a helper program,
+ * /bin/perf) is not there to run: what says what it is.
+ */
+#define SKIP_UNLESS_EXECUTABLE(path, what)                                  \
+	do {                                                                \
+		std::string path_ = (path);                                 \
+		if (access(path_.c_str(), X_OK) != 0)                       \
+			GTEST_SKIP() << (what) << " " << path_                 \
+				     << " missing: " << strerror(errno);    \
+	} while (0)
+
+/* The same for helper program name, installed next to the test. */
+#define SKIP_UNLESS_HELPER(name)                                            \
+	SKIP_UNLESS_EXECUTABLE(work::helper_path(name), "helper program")

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cookie_match.h"
+#include "features.h"
 #include "session.h"
 #include "symbols.h"
 #include "workload.h"
@@ -49,6 +50,7 @@ void check_chain(const std::vector<uint64_t> &ips,
 void check(const std::string &name, bool compat, bool deferred,
 	   const std::function<int(pid_t)> &before_exec)
 {
+	SKIP_UNLESS_HELPER(name);
 	std::string path = work::helper_path(name), err;
 	std::vector<syms::Symbol> symbols = syms::load(path, &err);
 	ASSERT_FALSE(symbols.empty()) << path << ": " << err;
@@ -63,7 +65,8 @@ void check(const std::string &name, bool compat, bool deferred,
 	session::Options o;
 	o.pages = 256;
 	o.defer_callchain = o.defer_output = deferred;
-	int st = session::record_program(&s, &child, { path, "1000" }, o, 0,
+	/* 150 ms: ~600 chains under TCG, where 5 are needed. */
+	int st = session::record_program(&s, &child, { path, "150" }, o, 0,
 					 before_exec);
 	ASSERT_GE(st, 0) << path << ": " << strerror(-st);
 	if (session::exec_failed(st))

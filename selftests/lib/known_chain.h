@@ -16,7 +16,7 @@ namespace known_chain {
 
 /*
  * Run helper `name` (a program in /selftests; compat: its 32-bit build,
- * where no address may be above 4 GiB) for one second under a per-task
+ * where no address may be above 4 GiB) for 150 ms under a per-task
  * cpu-clock event, with deferred callchains or in-place ones, print what
  * its chains held and EXPECT at least 90% of the chains starting in
  * cs_leaf to continue with cs_middle, cs_outer and main. before_exec, if

@@ -4,12 +4,20 @@
  * KTAP (one "ok"/"not ok" line per test, "# SKIP reason" for skips, the
  * failure messages as "#" diagnostics), and the kselftest exit codes:
  * 0 all passed, 1 a test failed, 4 every test skipped.
+ *
+ * A test that called EXTENSION() (lib/test_class.h) gets the diagnostic
+ * "# extension: <why>" right before its result line (after its failure
+ * messages); the program ends with "# conformance P/N, extensions Q/M":
+ * tests passed/run of each class, skipped tests in neither.
  */
 #include <gtest/gtest.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <sstream>
 #include <string>
+
+#include "test_class.h"
 
 namespace {
 
@@ -41,6 +49,18 @@ public:
 		std::string name =
 			std::string(t.test_suite_name()) + "." + t.name();
 		n_++;
+		const char *why_ext = nullptr;
+		for (int i = 0; i < r->test_property_count(); i++)
+			if (!strcmp(r->GetTestProperty(i).key(),
+				    test_class::kExtensionKey))
+				why_ext = r->GetTestProperty(i).value();
+		if (why_ext)
+			diag(std::string("extension: ") + why_ext);
+		if (!r->Skipped()) {
+			Count &c = why_ext ? ext_ : conf_;
+			c.run++;
+			c.passed += !r->Failed();
+		}
 		if (r->Skipped()) {
 			std::string why = "skipped";
 			for (int i = 0; i < r->total_part_count(); i++)
@@ -58,9 +78,19 @@ public:
 		}
 		fflush(stdout);
 	}
+	void OnTestProgramEnd(const testing::UnitTest &) override
+	{
+		printf("# conformance %d/%d, extensions %d/%d\n", conf_.passed,
+		       conf_.run, ext_.passed, ext_.run);
+		fflush(stdout);
+	}
 
 private:
+	struct Count {
+		int passed = 0, run = 0;
+	};
 	int n_ = 0;
+	Count conf_, ext_;
 };
 
 } // namespace

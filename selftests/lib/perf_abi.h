@@ -21,6 +21,23 @@ constexpr size_t kAttrFlagsOffset = 40;
 constexpr uint32_t kRecordCallchainDeferred = 22;
 constexpr uint64_t kContextUserDeferred = (uint64_t)-640;
 
+/*
+ * x86-64 address space, the one place the selftests say where user space
+ * ends and the kernel begins. kUserLimit is the end of user space
+ * (TASK_SIZE_MAX): nothing at or above is a user address. kKernelStart is
+ * the start of the canonical kernel half: between the two are
+ * non-canonical values, junk a frame-pointer walk may read from user
+ * memory (the classic in-place walk reports it), never a kernel address.
+ * Context markers (PERF_CONTEXT_*) are in the kernel half too.
+ */
+constexpr uint64_t kUserLimit = 0x00007ffffffff000ULL;
+constexpr uint64_t kKernelStart = 0xffff800000000000ULL;
+
+inline bool is_kernel_address(uint64_t ip)
+{
+	return ip >= kKernelStart;
+}
+
 inline void set_attr_bit(perf_event_attr *attr, int bit)
 {
 	auto *flags = reinterpret_cast<uint64_t *>(

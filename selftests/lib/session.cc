@@ -26,6 +26,7 @@ perf_event_attr make_attr(const Options &o)
 	a.sample_id_all = o.sample_id_all;
 	a.disabled = o.disabled;
 	a.enable_on_exec = o.enable_on_exec;
+	a.mmap = a.comm = a.task = o.track;
 	a.exclude_kernel = o.exclude_kernel;
 	/* Unprivileged callers need both (EACCES otherwise since 6.x). */
 	a.exclude_callchain_kernel = o.exclude_kernel;
@@ -41,7 +42,7 @@ perf_event_attr make_attr(const Options &o)
 	return a;
 }
 
-Options sideband()
+Options sideband(bool bare)
 {
 	Options o;
 	o.config = PERF_COUNT_SW_DUMMY;
@@ -49,6 +50,7 @@ Options sideband()
 	o.sample_type &= ~(uint64_t)PERF_SAMPLE_CALLCHAIN;
 	o.defer_callchain = false;
 	o.defer_output = true;
+	o.track = !bare;
 	return o;
 }
 

@@ -36,6 +36,13 @@ struct Options {
 	bool exclude_kernel = false;
 	bool exclude_idle = false;
 	bool enable_on_exec = false;
+	/*
+	 * Side-band tracking as perf sets it on the event that receives
+	 * PERF_RECORD_CALLCHAIN_DEFERRED (mmap, comm, task). Per-CPU events
+	 * get side-band records only with such a bit: upstream delivers
+	 * deferred records to per-CPU receivers that are side-band events.
+	 */
+	bool track = false;
 	bool disabled = true;
 	/* Sample times on CLOCK_MONOTONIC, comparable to now_ns(). */
 	bool monotonic = true;
@@ -45,8 +52,12 @@ struct Options {
 /* The attr the options describe (size set, bits 38/39 as asked). */
 perf_event_attr make_attr(const Options &o);
 
-/* A side-band receiver: a dummy event with defer_output only. */
-Options sideband();
+/*
+ * A side-band receiver as perf sets one up: a dummy event with
+ * defer_output and the tracking bits (track). With bare, defer_output is
+ * its only side-band bit (what upstream does not deliver to per CPU).
+ */
+Options sideband(bool bare = false);
 
 class Session {
 public:

@@ -54,13 +54,20 @@ pid_t gettid()
 	return (pid_t)syscall(SYS_gettid);
 }
 
+uint64_t cpu_ns()
+{
+	timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
 long read_zero(double seconds, size_t chunk)
 {
 	int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	std::vector<char> buf(chunk);
-	uint64_t until = now_ns() + (uint64_t)(seconds * 1e9);
+	uint64_t until = cpu_ns() + (uint64_t)(seconds * 1e9);
 	long n = 0;
 	do {
 		if (read(fd, buf.data(), chunk) < 0) {
@@ -68,28 +75,28 @@ long read_zero(double seconds, size_t chunk)
 			break;
 		}
 		n++;
-	} while (now_ns() < until);
+	} while (cpu_ns() < until);
 	close(fd);
 	return n;
 }
 
 void spin_user(double seconds)
 {
-	uint64_t until = now_ns() + (uint64_t)(seconds * 1e9);
+	uint64_t until = cpu_ns() + (uint64_t)(seconds * 1e9);
 	volatile uint64_t x = 0;
-	while (now_ns() < until)
+	while (cpu_ns() < until)
 		for (int i = 0; i < 10000; i++)
 			x = x * 6364136223846793005ULL + 1;
 }
 
 void mixed(double seconds, size_t chunk)
 {
-	uint64_t until = now_ns() + (uint64_t)(seconds * 1e9);
+	uint64_t until = cpu_ns() + (uint64_t)(seconds * 1e9);
 	do {
 		read_zero(0, chunk);
 		read_zero(0, chunk);
 		spin_user(0.002);
-	} while (now_ns() < until);
+	} while (cpu_ns() < until);
 }
 
 int pin(pid_t tid, int cpu)
@@ -281,19 +288,23 @@ long tracepoint_id(const std::string &name)
 
 void Kallsyms::load()
 {
-	std::ifstream f("/proc/kallsyms");
-	std::string line;
-	while (std::getline(f, line)) {
-		std::istringstream in(line);
-		std::string a, t, n;
-		if (!(in >> a >> t >> n))
+	/* "ffffffff81000000 T _stext\t[module]": text symbols only. Plain
+	 * stdio: the file has tens of thousands of lines, read under TCG. */
+	FILE *f = fopen("/proc/kallsyms", "r");
+	if (!f)
+		return;
+	char line[512];
+	while (fgets(line, sizeof(line), f)) {
+		char *end;
+		uint64_t v = strtoull(line, &end, 16);
+		if (!v || end[0] != ' ' || (end[1] != 't' && end[1] != 'T') ||
+		    end[2] != ' ')
 			continue;
-		if (t != "t" && t != "T")
-			continue;
-		uint64_t v = strtoull(a.c_str(), nullptr, 16);
-		if (v)
-			addrs_.emplace_back(v, n);
+		char *n = end + 3;
+		n[strcspn(n, " \t\n")] = 0;
+		addrs_.emplace_back(v, n);
 	}
+	fclose(f);
 	std::sort(addrs_.begin(), addrs_.end());
 }
 

@@ -20,12 +20,19 @@ namespace work {
 uint64_t now_ns();
 /* The same clock in seconds. */
 inline double now_s() { return now_ns() / 1e9; }
+/*
+ * The calling thread's CPU time in ns (CLOCK_THREAD_CPUTIME_ID): what
+ * read_zero(), spin_user() and mixed() count their seconds in, so that
+ * what a cpu-clock event samples of them does not shrink when other
+ * programs share the CPUs.
+ */
+uint64_t cpu_ns();
 pid_t gettid();
 
 /*
- * Read /dev/zero in chunk-byte reads for about seconds (at least once);
- * returns the number of reads, or -errno. Every read is one kernel entry
- * long enough to be sampled several times.
+ * Read /dev/zero in chunk-byte reads for about seconds of CPU time (at
+ * least once); returns the number of reads, or -errno. Every read is one
+ * kernel entry long enough to be sampled several times.
  */
 long read_zero(double seconds, size_t chunk = 1 << 20);
 
@@ -38,10 +45,11 @@ long read_zero(double seconds, size_t chunk = 1 << 20);
  */
 extern "C" int work_recurse_reading(int depth, int fd, double until);
 
-/* Burn CPU in user space for about seconds (no system calls but the
- * clock's, which is the vDSO when there is one). */
+/* Burn CPU in user space for about seconds of CPU time (no system calls
+ * but the CPU-time clock's, one every 10000 iterations). */
 void spin_user(double seconds);
-/* Alternate read_zero() of a few chunks and short spin_user() bursts. */
+/* Alternate read_zero() of a few chunks and short spin_user() bursts, for
+ * about seconds of CPU time. */
 void mixed(double seconds, size_t chunk = 4 << 20);
 
 /* Pin the calling thread (0) or tid to one CPU; 0 or -errno. */
