@@ -19,7 +19,7 @@ mkdir -p "$out"
 # NO_* switch the tree's own Makefiles and Build files test, so a newer
 # tree's new optional parts (a Rust test workload whose static archive
 # fails to link, say) are off too. KEEP lists what the guest's perf needs.
-KEEP=" NO_LIBELF NO_SYSCALL_TABLE NO_BIONIC "
+KEEP=" NO_LIBELF NO_ZLIB NO_SYSCALL_TABLE NO_BIONIC "  # libelf.a needs zlib
 switches=(NO_LIBPERL=1 NO_LIBPYTHON=1 NO_SLANG=1 NO_GTK2=1 NO_LIBUNWIND=1
 	NO_LIBDW=1 NO_LIBTRACEEVENT=1 NO_LIBBPF=1 NO_BPF_SKEL=1 NO_JVMTI=1
 	NO_LIBCRYPTO=1 NO_LIBNUMA=1 NO_LIBCAP=1 NO_LIBBABELTRACE=1 NO_LZMA=1

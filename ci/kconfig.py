@@ -44,18 +44,38 @@ def parse(lines):
     return opts
 
 
+def kconfig_files(src):
+    """The tree's Kconfig files: from git's index when the tree is a git
+    repo (walking ~80k files took 6 s of every warm build), else a walk."""
+    try:
+        out = subprocess.run(["git", "-C", src, "ls-files", "-co",
+                              "--exclude-standard", "*Kconfig*"],
+                             capture_output=True, text=True, check=True)
+        files = [os.path.join(src, f) for f in out.stdout.splitlines()
+                 if os.path.basename(f).startswith("Kconfig")]
+        if files:
+            return files
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    files = []
+    for top, dirs, names in os.walk(src):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        files += [os.path.join(top, f) for f in names
+                  if f.startswith("Kconfig")]
+    return files
+
+
 def defined_symbols(src):
     """Every CONFIG_ name some Kconfig file of the tree defines."""
     names = set()
-    for top, dirs, files in os.walk(src):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        for f in files:
-            if f.startswith("Kconfig"):
-                with open(os.path.join(top, f), errors="replace") as fh:
-                    for line in fh:
-                        m = SYMBOL.match(line)
-                        if m:
-                            names.add("CONFIG_" + m.group(1))
+    for path in kconfig_files(src):
+        if not os.path.isfile(path):
+            continue  # deleted in the work tree, still in the index
+        with open(path, errors="replace") as fh:
+            for line in fh:
+                m = SYMBOL.match(line)
+                if m:
+                    names.add("CONFIG_" + m.group(1))
     return names
 
 
