@@ -47,7 +47,8 @@ void run_child(const char *what, const std::vector<std::string> &argv,
 	int st = session::record_program(&s, &child, argv, o, kill_ms);
 	ASSERT_GE(st, 0) << argv[0] << ": " << strerror(-st);
 	if (session::exec_failed(st))
-		GTEST_SKIP() << "cannot exec " << argv[0];
+		GTEST_SKIP() << "cannot exec " << argv[0]
+			     << " or the program it execs (no IA32 emulation?)";
 	if (kill_ms > 0)
 		ASSERT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
 			<< what << ": wait status 0x" << std::hex << st;

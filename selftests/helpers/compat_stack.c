@@ -37,9 +37,13 @@ __attribute__((noinline)) int cs_leaf(int fd, long ms)
 	} while (raw_now_ms() < until);
 	if (do_exit)
 		raw_syscall3(NR_exit_group, 0, 0, 0);
-	if (exec_argv)
+	if (exec_argv) {
 		raw_syscall3(NR_execve, (long)exec_argv[0], (long)exec_argv,
 			     0);
+		/* The exec failed (no IA32 emulation?): say so as a failed
+		 * exec does, exit 127, rather than pass without one. */
+		raw_syscall3(NR_exit_group, 127, 0, 0);
+	}
 	__asm__ volatile("" ::: "memory");
 	return reads;
 }
