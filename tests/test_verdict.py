@@ -68,6 +68,12 @@ class Run:
                 cur.append(l)
         return head, blocks, tail
 
+    def edit_blocks(self, edit):
+        """Rewrite results.log with edit(blocks) -> blocks, where a block
+        is [program, its lines], and the plan and numbers made to fit."""
+        head, blocks, tail = self.blocks()
+        self.set_blocks(head, edit(blocks), tail)
+
     def set_blocks(self, head, blocks, tail):
         out = [l for l in head if not l.startswith("1..")]
         out.append(f"1..{len(blocks)}")
@@ -150,10 +156,8 @@ def test_a_failed_case_is_named_with_its_message(tmp_path):
 
 def test_a_program_that_never_reported_fails(tmp_path):
     run = Run(tmp_path)
-    head, blocks, tail = run.blocks()
-    gone = [b for b in blocks if b[0] == "dedup_test"]
-    assert gone
-    run.set_blocks(head, [b for b in blocks if b[0] != "dedup_test"], tail)
+    run.edit_blocks(lambda blocks: [b for b in blocks
+                                    if b[0] != "dedup_test"])
     code, out = verdict(run.dir)
     assert code == 1
     assert "dedup_test was built and packed but never reported" in out
@@ -161,11 +165,9 @@ def test_a_program_that_never_reported_fails(tmp_path):
 
 def test_a_program_that_printed_nothing_fails(tmp_path):
     run = Run(tmp_path)
-    head, blocks, tail = run.blocks()
-    for b in blocks:
-        if b[0] == "kthread_test":
-            b[1] = [b[1][-1]]
-    run.set_blocks(head, blocks, tail)
+    run.edit_blocks(lambda blocks: [
+        [p, lines[-1:] if p == "kthread_test" else lines]
+        for p, lines in blocks])
     code, out = verdict(run.dir)
     assert code == 1
     assert "kthread_test printed no KTAP at all" in out
@@ -173,10 +175,9 @@ def test_a_program_that_printed_nothing_fails(tmp_path):
 
 def test_a_filter_that_matches_nothing_fails_and_names_it(tmp_path):
     run = Run(tmp_path)
-    head, blocks, tail = run.blocks()
-    for b in blocks[1:]:
-        b[1] = ["    KTAP version 1", "    1..0", b[1][-1]]
-    run.set_blocks(head, blocks, tail)
+    run.edit_blocks(lambda blocks: blocks[:1] + [
+        [p, ["    KTAP version 1", "    1..0", lines[-1]]]
+        for p, lines in blocks[1:]])
     runjson = run.read("run.json").replace('"filter": ""',
                                            '"filter": "Nothing.*"')
     run.write("run.json", runjson)
