@@ -35,6 +35,15 @@ def verdict(run_dir, expect=None):
     return code, p.stdout + p.stderr
 
 
+def assert_fails(run_dir, *texts):
+    """make verdict fails the run (exit 1) and its output says texts."""
+    code, out = verdict(run_dir)
+    assert code == 1, out
+    for t in texts:
+        assert t in out, out
+    return out
+
+
 class Run:
     """A copy of a golden run that a test may edit."""
 
@@ -107,10 +116,8 @@ def test_every_feature_test_skipped_on_a_feature_kernel_fails(tmp_path):
                   r"\1ok \2 \3 # SKIP kernel lacks defer_callchain: EINVAL",
                   run.read("results.log"), flags=re.M)
     run.write("results.log", text)
-    code, out = verdict(run.dir)
-    assert code == 1
-    assert "skipped on a kernel with the feature" in out
-    assert "kernel lacks defer_callchain: EINVAL" in out
+    assert_fails(run.dir, "skipped on a kernel with the feature",
+                 "kernel lacks defer_callchain: EINVAL")
 
 
 def test_the_same_skips_are_fine_when_the_feature_is_not_expected(tmp_path):
@@ -148,19 +155,15 @@ def test_a_failed_case_is_named_with_its_message(tmp_path):
                         f"part holds 3 return addresses, expected 8\n"
                         f"    not ok {m.group(1)} {m.group(2)}")
     run.write("results.log", text)
-    code, out = verdict(run.dir)
-    assert code == 1
-    assert f"FAILED selftests/callchain_test/{m.group(2)}" in out
-    assert "holds 3 return addresses, expected 8" in out
+    assert_fails(run.dir, f"FAILED selftests/callchain_test/{m.group(2)}",
+                 "holds 3 return addresses, expected 8")
 
 
 def test_a_program_that_never_reported_fails(tmp_path):
     run = Run(tmp_path)
     run.edit_blocks(lambda blocks: [b for b in blocks
                                     if b[0] != "dedup_test"])
-    code, out = verdict(run.dir)
-    assert code == 1
-    assert "dedup_test was built and packed but never reported" in out
+    assert_fails(run.dir, "dedup_test was built and packed but never reported")
 
 
 def test_a_program_that_printed_nothing_fails(tmp_path):
@@ -168,9 +171,7 @@ def test_a_program_that_printed_nothing_fails(tmp_path):
     run.edit_blocks(lambda blocks: [
         [p, lines[-1:] if p == "kthread_test" else lines]
         for p, lines in blocks])
-    code, out = verdict(run.dir)
-    assert code == 1
-    assert "kthread_test printed no KTAP at all" in out
+    assert_fails(run.dir, "kthread_test printed no KTAP at all")
 
 
 def test_a_filter_that_matches_nothing_fails_and_names_it(tmp_path):
@@ -181,9 +182,7 @@ def test_a_filter_that_matches_nothing_fails_and_names_it(tmp_path):
     runjson = run.read("run.json").replace('"filter": ""',
                                            '"filter": "Nothing.*"')
     run.write("run.json", runjson)
-    code, out = verdict(run.dir)
-    assert code == 1
-    assert "FILTER='Nothing.*' matches no test" in out
+    assert_fails(run.dir, "FILTER='Nothing.*' matches no test")
 
 
 def test_a_taint_during_the_run_fails(tmp_path):
@@ -193,26 +192,20 @@ def test_a_taint_during_the_run_fails(tmp_path):
     text = re.sub(r"vmtest-taint-end: \d+",
                   f"vmtest-taint-end: {start | 1 << 9}", text)
     run.write("results.log", text)
-    code, out = verdict(run.dir)
-    assert code == 1
-    assert "tainted during the run" in out and "new flags W" in out
+    assert_fails(run.dir, "tainted during the run", "new flags W")
 
 
 def test_an_empty_console_fails(tmp_path):
     run = Run(tmp_path)
     run.write("console.log", "")
-    code, out = verdict(run.dir)
-    assert code == 1
-    assert "the console is empty" in out
+    assert_fails(run.dir, "the console is empty")
 
 
 def test_a_console_cut_before_the_end_marker_fails(tmp_path):
     run = Run(tmp_path)
     text = run.read("console.log")
     run.write("console.log", text[:text.index("vmtest: console end marker")])
-    code, out = verdict(run.dir)
-    assert code == 1
-    assert "ends before init's end marker" in out
+    assert_fails(run.dir, "ends before init's end marker")
 
 
 def test_a_series_kunit_suite_that_did_not_run_fails(tmp_path):
@@ -227,10 +220,8 @@ def test_a_series_kunit_suite_that_did_not_run_fails(tmp_path):
     lines = lines[:start] + lines[end + 1:]
     text = re.sub(r"(\] )1\.\.2$", r"\g<1>1..1", "\n".join(lines), flags=re.M)
     run.write("console.log", text + "\n")
-    code, out = verdict(run.dir)
-    assert code == 1
-    assert "unwind_deferred (CONFIG_UNWIND_DEFERRED_KUNIT_TEST=y) did not " \
-        "run" in out
+    assert_fails(run.dir, "unwind_deferred (CONFIG_UNWIND_DEFERRED_KUNIT_"
+                 "TEST=y) did not run")
 
 
 def test_a_failed_extension_counts_only_on_a_series_kernel(tmp_path):
@@ -242,8 +233,7 @@ def test_a_failed_extension_counts_only_on_a_series_kernel(tmp_path):
         f"    ok {m.group(1)}", f"    # broken on purpose\n"
         f"    not ok {m.group(1)}"))
     run.write("results.log", text)
-    code, out = verdict(run.dir)
-    assert code == 1
+    assert_fails(run.dir, "FAILED selftests/")
     # The same failure on a kernel that is not the series: not counted.
     config = re.sub(r"^CONFIG_UNWIND_\w+_KUNIT_TEST=y\n", "",
                     run.read("kernel.config"), flags=re.M)
