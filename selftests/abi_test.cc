@@ -303,16 +303,19 @@ TEST(Abi, MarkerAndCookieAreTheLastTwoEntries)
 		record_self(&run, o);
 		ASSERT_EQ(run.err, 0) << res(run.err);
 		std::string err;
-		int deferred = 0, user_only = 0, total = 0;
+		int deferred = 0, user_only = 0, total = 0, in_place = 0;
 		for (const perf::Sample &s : run.s.samples(0, &err)) {
 			total++;
 			const auto &ch = s.callchain;
 			size_t n = ch.size();
 			perf::SplitChain c = perf::split_callchain(ch);
 			if (!c.deferred) {
-				ADD_FAILURE() << "sample of our own task without "
-						 "the marker: "
-					      << session::hex_chain(ch);
+				/* Judged below: after their entry's record */
+				EXPECT_TRUE(c.has_user_ctx)
+					<< "sample of our own task without "
+					   "the marker and without a user part: "
+					<< session::hex_chain(ch);
+				in_place++;
 				continue;
 			}
 			deferred++;
@@ -333,10 +336,21 @@ TEST(Abi, MarkerAndCookieAreTheLastTwoEntries)
 			}
 		}
 		ASSERT_TRUE(err.empty()) << err;
+		perf::CookieMatcher m;
+		ASSERT_TRUE(run.s.match(&m, &err)) << err;
+		perf::MatchResult r = m.match();
 		printf("# exclude_kernel=%d: %d samples, %d with the marker, "
-		       "%d exactly [marker, cookie]\n", exclude_kernel, total,
-		       deferred, user_only);
+		       "%d exactly [marker, cookie], %d unwound in place (%zu "
+		       "after their entry's record)\n", exclude_kernel, total,
+		       deferred, user_only, in_place, r.explained_fallbacks);
 		EXPECT_GT(deferred, 0);
+		/*
+		 * Only a sample taken after its entry's record was written is
+		 * unwound in place, with that record's stack.
+		 */
+		EXPECT_TRUE(r.unexplained_fallbacks.empty()) << r.describe();
+		EXPECT_LT(in_place * 10, total)
+			<< "more than a tenth of the samples unwound in place";
 	}
 }
 

@@ -17,7 +17,9 @@ bool CookieMatcher::add_buffer(size_t buffer, const std::vector<Record> &recs,
 			       uint64_t sample_type, bool sample_id_all,
 			       std::string *err)
 {
+	size_t index = 0;
 	for (const Record &r : recs) {
+		index++;
 		if (r.header.type == PERF_RECORD_SAMPLE) {
 			Sample s;
 			if (!parse_sample(r, sample_type, &s, err))
@@ -36,6 +38,8 @@ bool CookieMatcher::add_buffer(size_t buffer, const std::vector<Record> &recs,
 						       c.has_kernel_ctx });
 			} else if (c.has_user_ctx && !c.user.empty()) {
 				fallback_++;
+				fallbacks_.push_back({ s.sid.time, s.sid.tid,
+						       buffer, index, c.user });
 			} else {
 				no_user_++;
 			}
@@ -46,6 +50,8 @@ bool CookieMatcher::add_buffer(size_t buffer, const std::vector<Record> &recs,
 				return false;
 			Delivery v{ d.cookie, d.sid.time, d.sid.tid, d.sid.cpu,
 				    buffer, d.ips.size(), false };
+			v.ips = d.ips;
+			v.index = index;
 			for (uint64_t ip : d.ips) {
 				v.kernel_ip |= perf_abi::is_kernel_address(ip);
 				v.noncanonical += ip >= perf_abi::kUserLimit &&
@@ -92,6 +98,37 @@ MatchResult CookieMatcher::match() const
 			m.duplicates.push_back(d);
 		if (d.kernel_ip)
 			m.with_kernel_ip.push_back(d);
+	}
+	auto same_stack = [](const Delivery *d, const Fallback &f) {
+		size_t n = d ? std::min(d->ips.size(), f.user.size()) : 0;
+		return n && std::equal(f.user.begin(), f.user.begin() + n,
+				       d->ips.begin());
+	};
+	for (const Fallback &f : fallbacks_) {
+		/*
+		 * The records of its tid right before and right after it (by
+		 * time, or in its buffer without times): the entry's record
+		 * may still be on its way while the sample is taken.
+		 */
+		const Delivery *prev = nullptr, *next = nullptr;
+		for (const Delivery &d : deliveries_) {
+			if (d.tid != f.tid ||
+			    (!f.time && d.buffer != f.buffer))
+				continue;
+			uint64_t at = f.time ? d.time : d.index;
+			uint64_t ref = f.time ? f.time : f.index;
+			auto key = [&f](const Delivery *x) {
+				return f.time ? x->time : (uint64_t)x->index;
+			};
+			if (at <= ref && (!prev || at >= key(prev)))
+				prev = &d;
+			if (at > ref && (!next || at < key(next)))
+				next = &d;
+		}
+		if (same_stack(prev, f) || same_stack(next, f))
+			m.explained_fallbacks++;
+		else
+			m.unexplained_fallbacks.push_back(f);
 	}
 	m.announced = first.size();
 	for (const auto &[k, a] : first) {
@@ -193,7 +230,9 @@ std::string MatchResult::describe() const
 {
 	std::ostringstream o;
 	o << samples << " samples (" << announcing_samples
-	  << " deferred, " << fallback_samples << " unwound in place, "
+	  << " deferred, " << fallback_samples << " unwound in place ("
+	  << explained_fallbacks << " after their entry's record, "
+	  << unexplained_fallbacks.size() << " unexplained), "
 	  << no_user_samples << " without user part, " << bad_marker_samples
 	  << " with a misplaced marker), " << announced << " cookies announced, " << matched
 	  << " matched, " << records << " records, " << unmatched.size()

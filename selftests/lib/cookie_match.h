@@ -32,6 +32,22 @@ struct Delivery {
 	size_t buffer = 0, nr = 0;
 	bool kernel_ip = false; /* an ip in the kernel half */
 	size_t noncanonical = 0; /* ips between the two halves (perf_abi.h) */
+	std::vector<uint64_t> ips;
+	size_t index = 0; /* position in its buffer */
+};
+
+/*
+ * A sample of a task whose kernel entry already had its deferred record
+ * written, or being written (in the exit to user space loop, while or
+ * after the task_work ran), is unwound in place: a reader looking for
+ * the record after the sample might not find it. Such a sample must hold
+ * the stack of that record.
+ */
+struct Fallback {
+	uint64_t time = 0;
+	uint32_t tid = 0;
+	size_t buffer = 0, index = 0;
+	std::vector<uint64_t> user; /* the user part unwound in place */
 };
 
 /* A sample whose cookie is not the one of the next record (check_next). */
@@ -63,6 +79,15 @@ struct MatchResult {
 	/* Samples whose chain breaks the ABI: the marker not second to last,
 	 * or a PERF_CONTEXT_USER part next to the marker. */
 	size_t bad_marker_samples = 0;
+	/*
+	 * Fallback samples next to a record of their tid (the latest one
+	 * before them or the first one after them: by time, or in the same
+	 * buffer without times) holding the same user stack (the shorter
+	 * chain a prefix of the longer), and those that are not: a deferred
+	 * request refused for no reason, or a stack that differs.
+	 */
+	size_t explained_fallbacks = 0;
+	std::vector<Fallback> unexplained_fallbacks;
 	/* Every record per (cookie, tid). */
 	std::map<std::pair<uint64_t, uint32_t>, std::vector<Delivery>> by_key;
 
@@ -101,6 +126,7 @@ public:
 private:
 	std::vector<Announce> announces_;
 	std::vector<Delivery> deliveries_;
+	std::vector<Fallback> fallbacks_;
 	size_t samples_ = 0, fallback_ = 0, no_user_ = 0, bad_marker_ = 0;
 	uint64_t lost_ = 0;
 };
