@@ -56,8 +56,14 @@ Options sideband(bool bare)
 
 int Session::open(const Options &o, pid_t pid, int cpu)
 {
+	return open_attr(make_attr(o), pid, cpu, o.pages);
+}
+
+int Session::open_attr(const perf_event_attr &attr, pid_t pid, int cpu,
+		       size_t pages)
+{
 	perf::Event e;
-	int r = e.open(make_attr(o), pid, cpu, o.pages);
+	int r = e.open(attr, pid, cpu, pages);
 	if (r)
 		return r;
 	events_.push_back(std::move(e));

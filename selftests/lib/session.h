@@ -64,6 +64,9 @@ public:
 	/* Each open returns 0 or -errno; on success the event is buffer
 	 * number events().size() - 1. cpu is stored for per-CPU events. */
 	int open(const Options &o, pid_t pid, int cpu);
+	/* The same for an attr built by hand (make_attr() and changes). */
+	int open_attr(const perf_event_attr &attr, pid_t pid, int cpu,
+		      size_t pages = 64);
 	/* One event per online CPU (pid = -1); returns 0 or the first error. */
 	int open_per_cpu(const Options &o);
 	void enable();

@@ -1,0 +1,1023 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The right stack (SPEC section 4): the deferred user chain of a sample is
+ * the user stack the sample interrupted, whatever the kernel did to the
+ * task's registers before it returned to user space, and its record comes
+ * after the sample.
+ *
+ * Most tests open two events on the same hits, one with defer_callchain
+ * and defer_output and one without, and compare hit by hit the deferred
+ * user chain (the record of the sample's cookie, or the sample's own user
+ * chain where the kernel fell back to an in-place unwind) with the
+ * in-place one, on:
+ *
+ *  - a uprobe in the body of a function of this program: when the
+ *    task_work runs, the uprobe has moved the ip to its XOL slot;
+ *  - signal:signal_deliver: setup_rt_frame() has pointed ip and sp at the
+ *    signal handler;
+ *  - preemptirq:irq_enable (debug kernels): exit_to_user_mode() traces
+ *    the interrupts going on after the entry was forgotten.
+ *
+ * Exec: samples before the exec hold the old image's stack, those after
+ * it the new image's, and no cookie spans the exec. Exit: no record is
+ * empty and no cookie is left without a record. Order: every sample with a
+ * cookie has that cookie's record after it in its buffer (a task that is
+ * stopped or preempted after its entry's record was written).
+ */
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "helpers/raw_syscall.h"
+#include "lib/cookie_match.h"
+#include "lib/features.h"
+#include "lib/perf_abi.h"
+#include "lib/session.h"
+#include "lib/symbols.h"
+#include "lib/test_class.h"
+#include "lib/workload.h"
+
+namespace {
+
+constexpr const char *kUprobePmu = "/sys/bus/event_source/devices/uprobe";
+/* Frames compared from the leaf: the bottom of a stack (libc's start
+ * code) may end in junk that the two walkers treat differently. */
+constexpr size_t kPrefix = 4;
+
+const std::vector<syms::Symbol> &self_symbols()
+{
+	static std::vector<syms::Symbol> s;
+	if (s.empty()) {
+		std::string err;
+		s = syms::load("/proc/self/exe", &err);
+	}
+	return s;
+}
+
+std::string name_of(uint64_t ip, const std::vector<syms::Symbol> &s)
+{
+	char buf[64];
+	const syms::Symbol *f = syms::lookup(s, ip);
+	if (!f) {
+		snprintf(buf, sizeof(buf), "%#llx", (unsigned long long)ip);
+		return buf;
+	}
+	snprintf(buf, sizeof(buf), "+%#llx", (unsigned long long)(ip - f->start));
+	return f->name + buf;
+}
+
+std::string chain_str(const std::vector<uint64_t> &ips,
+		      const std::vector<syms::Symbol> &s = self_symbols(),
+		      size_t max = 6)
+{
+	std::ostringstream o;
+	o << "[" << ips.size() << ":";
+	for (size_t i = 0; i < ips.size() && i < max; i++)
+		o << " " << name_of(ips[i], s);
+	if (ips.size() > max)
+		o << " ...";
+	o << "]";
+	return o.str();
+}
+
+/*
+ * Called by the known functions below so that they are not leaves: GCC
+ * gives leaf functions no frame, and a frame-pointer walk from one skips
+ * its caller.
+ */
+extern "C" __attribute__((noinline)) void rs_not_a_leaf(void)
+{
+	__asm__ volatile("" ::: "memory");
+}
+
+/* Deferred user chain vs in-place user chain, hit by hit. */
+struct Compared {
+	size_t hits = 0;	/* pairs of samples, one of each event */
+	size_t deferred = 0;	/* samples of the deferred event with a cookie */
+	size_t fallback = 0;	/* ... with a user chain unwound in place */
+	size_t matches = 0, mismatches = 0;
+	size_t no_record = 0;	/* cookie with no record in the buffer */
+	size_t unpaired = 0;	/* samples left over, or of another tid */
+	size_t empty_in_place = 0;
+	std::string match_example, mismatch_example;
+
+	std::string describe() const
+	{
+		std::ostringstream o;
+		o << hits << " hits: " << deferred << " deferred, " << fallback
+		  << " unwound in place by the fallback; " << matches
+		  << " match the in-place chain, " << mismatches
+		  << " mismatch; " << no_record << " cookies without a record, "
+		  << unpaired << " unpaired samples, " << empty_in_place
+		  << " empty in-place chains";
+		if (!match_example.empty())
+			o << "\n# e.g. match:    " << match_example;
+		if (!mismatch_example.empty())
+			o << "\n# e.g. mismatch: " << mismatch_example;
+		return o.str();
+	}
+};
+
+bool same_prefix(const std::vector<uint64_t> &deferred,
+		 const std::vector<uint64_t> &in_place)
+{
+	size_t n = std::min(in_place.size(), kPrefix);
+	if (!n || deferred.size() < n)
+		return false;
+	return std::equal(in_place.begin(), in_place.begin() + n,
+			  deferred.begin());
+}
+
+/*
+ * Buffer def of session s: the event with defer_callchain and defer_output;
+ * buffer inpl: the same hits without. The i-th sample of one is the i-th
+ * of the other (both events are on the same task and tracepoint or probe,
+ * and nothing was lost).
+ */
+Compared compare(const session::Session &s, size_t def, size_t inpl,
+		 std::string *err)
+{
+	Compared c;
+	std::vector<perf::Sample> ds = s.samples(def, err);
+	std::vector<perf::Sample> is = s.samples(inpl, err);
+	std::map<uint64_t, std::vector<uint64_t>> recs;
+	for (const perf::DeferredCallchain &d : s.deferred(def, err))
+		recs.emplace(d.cookie, d.ips);
+	size_t n = std::min(ds.size(), is.size());
+	c.unpaired = std::max(ds.size(), is.size()) - n;
+	for (size_t i = 0; i < n; i++) {
+		if (ds[i].sid.tid != is[i].sid.tid) {
+			c.unpaired++;
+			continue;
+		}
+		c.hits++;
+		perf::SplitChain dc = perf::split_callchain(ds[i].callchain);
+		perf::SplitChain ic = perf::split_callchain(is[i].callchain);
+		if (ic.user.empty()) {
+			c.empty_in_place++;
+			continue;
+		}
+		std::vector<uint64_t> got;
+		std::string how;
+		if (dc.deferred) {
+			c.deferred++;
+			auto it = recs.find(dc.cookie);
+			if (it == recs.end()) {
+				c.no_record++;
+				continue;
+			}
+			got = it->second;
+			how = "record";
+		} else {
+			c.fallback++;
+			got = dc.user;
+			how = "in-place fallback";
+		}
+		bool ok = same_prefix(got, ic.user);
+		(ok ? c.matches : c.mismatches)++;
+		std::string &ex = ok ? c.match_example : c.mismatch_example;
+		if (ex.empty())
+			ex = "deferred (" + how + ") " + chain_str(got) +
+			     " vs in place " + chain_str(ic.user);
+	}
+	return c;
+}
+
+/* A tracepoint pair, deferred (buffer 0) and in place (buffer 1), on self. */
+int open_tracepoint_pair(session::Session *s, long id, size_t pages)
+{
+	session::Options o;
+	o.type = PERF_TYPE_TRACEPOINT;
+	o.config = (uint64_t)id;
+	o.period = 1;
+	o.pages = pages;
+	int r = s->open(o, 0, -1);
+	if (r)
+		return r;
+	o.defer_callchain = o.defer_output = false;
+	return s->open(o, 0, -1);
+}
+
+void expect_all_match(const session::Session &s, const Compared &c,
+		      size_t min_hits)
+{
+	EXPECT_EQ(s.lost(), 0u) << "lost records: the pairs mean nothing";
+	EXPECT_EQ(c.unpaired, 0u) << c.describe();
+	EXPECT_GE(c.hits, min_hits) << c.describe();
+	EXPECT_EQ(c.empty_in_place, 0u) << c.describe();
+	EXPECT_EQ(c.mismatches, 0u)
+		<< "deferred user chains that are not the stack the sample "
+		   "interrupted: " << c.describe();
+	EXPECT_LE(c.no_record, 1u) << c.describe();
+}
+
+/* ---- A: uprobe ---------------------------------------------------------- */
+
+extern "C" const char rs_probe_site[];
+
+/* The probe sits on a mov in the body, after the prologue: a frame-pointer
+ * walk from there has rs_probed as leaf and rs_probe_caller next. The mov
+ * is not emulated by x86's uprobes: it is single-stepped out of line. */
+extern "C" __attribute__((noinline, noclone)) long rs_probed(long x)
+{
+	__asm__ volatile(".globl rs_probe_site\n"
+			 "rs_probe_site:\n\t"
+			 "mov %%rax, %%rax\n" ::: "memory");
+	rs_not_a_leaf();
+	return x + 1;
+}
+
+extern "C" __attribute__((noinline)) long rs_probe_caller(int n)
+{
+	long sum = 0;
+	for (int i = 0; i < n; i++)
+		sum += rs_probed(i);
+	__asm__ volatile("" ::: "memory");
+	return sum;
+}
+
+TEST(RightStack, UprobeDeferredChainIsTheProbedStack)
+{
+	EXTENSION("a uprobe moves the ip to its XOL slot before the "
+		  "deferred unwind runs; upstream walks from there too "
+		  "(SPEC 4: the right stack)");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	if (access(kUprobePmu, F_OK))
+		GTEST_SKIP() << "no uprobe PMU (CONFIG_UPROBE_EVENTS)";
+	const auto &symbols = self_symbols();
+	const syms::Symbol *fn = syms::find(symbols, "rs_probed");
+	ASSERT_NE(fn, nullptr) << "rs_probed not in /proc/self/exe";
+	uint64_t site = (uint64_t)(uintptr_t)rs_probe_site;
+	ASSERT_TRUE(fn->contains(site));
+	char path[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", path, sizeof(path) - 1);
+	ASSERT_GT(len, 0);
+	path[len] = 0;
+	uint64_t offset = fn->file_offset + (site - fn->start);
+	int type = atoi(work::read_file(std::string(kUprobePmu) + "/type")
+				.c_str());
+
+	session::Session s;
+	session::Options o;
+	o.type = type;
+	o.config = 0;
+	o.period = 1;
+	for (int deferred = 1; deferred >= 0; deferred--) {
+		o.defer_callchain = o.defer_output = deferred;
+		perf_event_attr a = session::make_attr(o);
+		a.config1 = (uint64_t)(uintptr_t)path; /* uprobe_path */
+		a.config2 = offset;		       /* probe_offset */
+		int r = s.open_attr(a, 0, -1, 256);
+		ASSERT_EQ(r, 0) << "uprobe on " << path << "+" << offset
+				<< ": " << strerror(-r);
+	}
+	constexpr int kHits = 200;
+	s.enable();
+	long sum = rs_probe_caller(kHits);
+	s.disable();
+	s.drain();
+	ASSERT_EQ(sum, (long)kHits * (kHits + 1) / 2);
+	std::string err;
+	Compared c = compare(s, 0, 1, &err);
+	ASSERT_TRUE(err.empty()) << err;
+	printf("# uprobe at rs_probed+%#llx: %s\n",
+	       (unsigned long long)(site - fn->start), c.describe().c_str());
+	expect_all_match(s, c, kHits);
+	EXPECT_EQ(c.deferred + c.fallback, c.hits);
+}
+
+/* ---- B: signal delivery ------------------------------------------------- */
+
+volatile sig_atomic_t rs_signals;
+
+extern "C" __attribute__((noinline)) void rs_on_signal(int)
+{
+	rs_signals = rs_signals + 1;
+	rs_not_a_leaf();
+}
+
+/* tgkill inline from here: the in-place leaf is in this function. */
+extern "C" __attribute__((noinline)) long rs_signal_self(long pid, long tid)
+{
+	long r = raw_syscall3(234 /* tgkill */, pid, tid, SIGUSR1);
+	rs_not_a_leaf();
+	return r;
+}
+
+extern "C" __attribute__((noinline)) int rs_signal_loop(int n)
+{
+	long pid = getpid(), tid = work::gettid();
+	int ok = 0;
+	for (int i = 0; i < n; i++)
+		ok += rs_signal_self(pid, tid) == 0;
+	__asm__ volatile("" ::: "memory");
+	return ok;
+}
+
+TEST(RightStack, SignalDeliverDeferredChainIsTheInterruptedStack)
+{
+	EXTENSION("signal delivery points ip and sp at the handler before "
+		  "the deferred unwind runs; upstream 7.2 walks from the "
+		  "handler too (SPEC 4: the right stack)");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	long id = work::tracepoint_id("signal/signal_deliver");
+	if (id < 0)
+		GTEST_SKIP() << "no tracepoint signal/signal_deliver in tracefs";
+	struct sigaction sa {}, old {};
+	sa.sa_handler = rs_on_signal;
+	sigemptyset(&sa.sa_mask);
+	ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+	session::Session s;
+	int r = open_tracepoint_pair(&s, id, 256);
+	ASSERT_EQ(r, 0) << "signal_deliver: " << strerror(-r);
+	constexpr int kSignals = 200;
+	rs_signals = 0;
+	s.enable();
+	int ok = rs_signal_loop(kSignals);
+	s.disable();
+	s.drain();
+	sigaction(SIGUSR1, &old, nullptr);
+	ASSERT_EQ(ok, kSignals);
+	ASSERT_EQ(rs_signals, kSignals);
+	std::string err;
+	Compared c = compare(s, 0, 1, &err);
+	ASSERT_TRUE(err.empty()) << err;
+	printf("# signal:signal_deliver, %d SIGUSR1 to self: %s\n", kSignals,
+	       c.describe().c_str());
+	expect_all_match(s, c, kSignals);
+}
+
+/* ---- D: preemptirq:irq_enable -------------------------------------------- */
+
+extern "C" __attribute__((noinline)) long rs_entry_a(void)
+{
+	long r = raw_syscall3(110 /* getppid */, 0, 0, 0);
+	rs_not_a_leaf();
+	return r;
+}
+
+extern "C" __attribute__((noinline)) long rs_entry_b(void)
+{
+	long r = raw_syscall3(110 /* getppid */, 0, 0, 0);
+	rs_not_a_leaf();
+	return r;
+}
+
+TEST(RightStack, IrqEnableDeferredChainIsTheInterruptedStack)
+{
+	EXTENSION("exit_to_user_mode() traces interrupts going on after "
+		  "the kernel entry was forgotten: a request there belongs "
+		  "to the entry, not to the next one (SPEC 4: the right "
+		  "stack)");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	long id = work::tracepoint_id("preemptirq/irq_enable");
+	if (id < 0)
+		SKIP_NOT_APPLICABLE("no tracepoint preemptirq/irq_enable "
+				    "(needs CONFIG_TRACE_IRQFLAGS and "
+				    "CONFIG_PREEMPTIRQ_TRACEPOINTS, as with "
+				    "PROVE_LOCKING)");
+	session::Session s;
+	int r = open_tracepoint_pair(&s, id, 512);
+	ASSERT_EQ(r, 0) << "irq_enable: " << strerror(-r);
+	constexpr int kCalls = 300;
+	s.enable();
+	for (int i = 0; i < kCalls; i++) {
+		if (i & 1)
+			rs_entry_a();
+		else
+			rs_entry_b();
+		if (i % 50 == 49)
+			s.drain();
+	}
+	s.disable();
+	s.drain();
+	std::string err;
+	Compared c = compare(s, 0, 1, &err);
+	ASSERT_TRUE(err.empty()) << err;
+	printf("# preemptirq:irq_enable, %d getppid from rs_entry_a and "
+	       "rs_entry_b in turn: %s\n", kCalls, c.describe().c_str());
+	expect_all_match(s, c, kCalls);
+}
+
+/* ---- C: exec -------------------------------------------------------------- */
+
+struct Image {
+	std::string comm;
+	std::vector<syms::Symbol> symbols;
+	bool holds(uint64_t ip) const { return syms::lookup(symbols, ip); }
+};
+
+/* Every ip of ips that one of the images knows is in img, and the leaf is. */
+bool in_image(const std::vector<uint64_t> &ips, const Image &img,
+	      const Image &other)
+{
+	if (ips.empty() || !img.holds(ips[0]))
+		return false;
+	for (uint64_t ip : ips)
+		if (other.holds(ip))
+			return false;
+	return true;
+}
+
+/* The known stack that called execve: cs_leaf, cs_middle, cs_outer. */
+bool is_exec_caller(const std::vector<uint64_t> &ips, const Image &img)
+{
+	const syms::Symbol *leaf = syms::find(img.symbols, "cs_leaf");
+	const syms::Symbol *mid = syms::find(img.symbols, "cs_middle");
+	const syms::Symbol *out = syms::find(img.symbols, "cs_outer");
+	return leaf && mid && out && ips.size() >= 3 &&
+	       leaf->contains(ips[0]) && mid->contains(ips[1]) &&
+	       out->contains(ips[2]);
+}
+
+TEST(RightStack, ExecSplitsOldAndNewImageStacks)
+{
+	EXTENSION("exec ends the old image's kernel entry: its samples get "
+		  "the old image's stack, the new image a new cookie (SPEC "
+		  "4: the right stack)");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	std::string p64 = work::helper_path("compat_stack");
+	std::string p32 = work::helper_path("compat_stack_32");
+	SKIP_UNLESS_EXECUTABLE(p64, "helper program");
+	SKIP_UNLESS_EXECUTABLE(p32, "helper program");
+	long enter = work::tracepoint_id("syscalls/sys_enter_execve");
+	long done = work::tracepoint_id("sched/sched_process_exec");
+	if (enter < 0 || done < 0)
+		GTEST_SKIP() << "no tracepoint syscalls/sys_enter_execve or "
+				"sched/sched_process_exec in tracefs";
+	std::string err;
+	Image img[2]; /* 0: 64-bit, 1: 32-bit */
+	img[0].comm = "compat_stack";
+	img[1].comm = "compat_stack_32";
+	img[0].symbols = syms::load(p64, &err);
+	ASSERT_FALSE(img[0].symbols.empty()) << p64 << ": " << err;
+	img[1].symbols = syms::load(p32, &err);
+	ASSERT_FALSE(img[1].symbols.empty()) << p32 << ": " << err;
+
+	/* compat_stack 1 exec compat_stack_32 1 exec compat_stack 1 ...: each
+	 * reads for 1 ms, then execs the rest of its arguments from cs_leaf. */
+	constexpr int kExecs = 12;
+	std::vector<std::string> argv;
+	for (int i = 0; i <= kExecs; i++) {
+		if (i)
+			argv.push_back("exec");
+		argv.push_back(i & 1 ? p32 : p64);
+		argv.push_back("1");
+	}
+	/* Buffer 0: the receiver (comm records); 1, 2: the tracepoints. */
+	session::Session s;
+	work::Child child;
+	session::Options recv = session::sideband();
+	recv.pages = 128;
+	int st = session::record_program(
+		&s, &child, argv, recv, 0, [&](pid_t pid) {
+			session::Options o;
+			o.type = PERF_TYPE_TRACEPOINT;
+			o.period = 1;
+			o.defer_output = false;
+			o.enable_on_exec = true;
+			o.config = (uint64_t)enter;
+			int r = s.open(o, pid, -1);
+			if (r)
+				return r;
+			o.config = (uint64_t)done;
+			return s.open(o, pid, -1);
+		});
+	ASSERT_GE(st, 0) << strerror(-st);
+	if (session::exec_failed(st))
+		GTEST_SKIP() << "cannot exec the helpers (no IA32 emulation?)";
+	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		<< "wait status 0x" << std::hex << st;
+
+	/* The exec points, by time, and the image each one starts. */
+	std::vector<std::pair<uint64_t, int>> execs;
+	for (const perf::Record &r : s.records(0)) {
+		if (r.header.type != PERF_RECORD_COMM ||
+		    !(r.header.misc & PERF_RECORD_MISC_COMM_EXEC))
+			continue;
+		const char *comm = (const char *)r.bytes.data() + 16;
+		size_t clen = strnlen(comm, r.bytes.size() - 16);
+		size_t body_end = 16 + ((clen + 1 + 7) & ~(size_t)7);
+		perf::SampleId sid;
+		ASSERT_TRUE(perf::parse_sample_id(r, body_end,
+						  s.event(0).attr().sample_type,
+						  &sid, &err)) << err;
+		execs.push_back({ sid.time,
+				  std::string(comm, clen) == img[1].comm });
+	}
+	std::map<uint64_t, std::vector<uint64_t>> recs;
+	for (const perf::DeferredCallchain &d : s.deferred(0, &err))
+		recs.emplace(d.cookie, d.ips);
+	ASSERT_TRUE(err.empty()) << err;
+
+	/* Image of the segment a time falls in: the one of the last exec
+	 * before it (the first program before any). */
+	auto segment = [&](uint64_t t) {
+		int seg = 0;
+		for (size_t i = 0; i < execs.size(); i++)
+			if (execs[i].first < t)
+				seg = (int)i + 1;
+		return seg;
+	};
+	auto image_of = [&](int seg) {
+		return seg ? execs[seg - 1].second : 0;
+	};
+	std::map<uint64_t, std::set<int>> segments_of;
+	size_t before = 0, before_ok = 0, after = 0, after_ok = 0;
+	size_t no_record = 0, not_deferred = 0;
+	std::string bad_before, bad_after, good_before, good_after;
+	for (size_t buf = 1; buf <= 2; buf++) {
+		for (const perf::Sample &sm : s.samples(buf, &err)) {
+			perf::SplitChain c = perf::split_callchain(sm.callchain);
+			int seg = segment(sm.sid.time);
+			const Image &mine = img[image_of(seg)];
+			const Image &other = img[!image_of(seg)];
+			std::vector<uint64_t> ips;
+			if (c.deferred) {
+				segments_of[c.cookie].insert(seg);
+				auto it = recs.find(c.cookie);
+				if (it == recs.end()) {
+					no_record++;
+					continue;
+				}
+				ips = it->second;
+			} else {
+				not_deferred++;
+				ips = c.user;
+			}
+			bool is_before = buf == 1;
+			bool ok = in_image(ips, mine, other) &&
+				  (!is_before || is_exec_caller(ips, mine));
+			std::string line = "segment " + std::to_string(seg) +
+					   " (" + mine.comm + "): " +
+					   chain_str(ips, mine.symbols);
+			if (is_before) {
+				before++;
+				before_ok += ok;
+				(ok ? good_before : bad_before) = line;
+			} else {
+				after++;
+				after_ok += ok;
+				(ok ? good_after : bad_after) = line;
+			}
+		}
+	}
+	ASSERT_TRUE(err.empty()) << err;
+	size_t shared = 0;
+	for (auto &[cookie, segs] : segments_of)
+		shared += segs.size() > 1;
+	printf("# %d execs, %zu COMM_EXEC records, %zu deferred records; "
+	       "sys_enter_execve (64-bit images only): %zu samples, %zu with "
+	       "the old image's "
+	       "cs_leaf/cs_middle/cs_outer; sched_process_exec: %zu samples, "
+	       "%zu with the new image's stack; %zu cookies, %zu shared by "
+	       "both sides of an exec; %zu without a record, %zu in place\n",
+	       kExecs, execs.size(), recs.size(), before, before_ok, after,
+	       after_ok, segments_of.size(), shared, no_record, not_deferred);
+	if (!good_before.empty())
+		printf("# e.g. right before exec: %s\n", good_before.c_str());
+	if (!bad_before.empty())
+		printf("# e.g. wrong before exec: %s\n", bad_before.c_str());
+	if (!good_after.empty())
+		printf("# e.g. right after exec:  %s\n", good_after.c_str());
+	if (!bad_after.empty())
+		printf("# e.g. wrong after exec:  %s\n", bad_after.c_str());
+	EXPECT_EQ(s.lost(), 0u);
+	/* The first exec (of the first program) is recorded too when
+	 * enable_on_exec comes before the comm change. */
+	EXPECT_GE(execs.size(), (size_t)kExecs) << "COMM_EXEC records";
+	EXPECT_LE(execs.size(), (size_t)kExecs + 1) << "COMM_EXEC records";
+	/* Only the 64-bit images' execve: syscall tracepoints leave out
+	 * compat system calls. */
+	EXPECT_EQ(before, (size_t)(kExecs + 1) / 2)
+		<< "sys_enter_execve samples";
+	EXPECT_GE(after, (size_t)kExecs) << "sched_process_exec samples";
+	EXPECT_EQ(before_ok, before)
+		<< "samples taken in execve() before the exec point whose "
+		   "user chain is not the old image's caller of execve";
+	EXPECT_EQ(after_ok, after)
+		<< "samples after the exec point whose user chain is not in "
+		   "the new image";
+	EXPECT_EQ(shared, 0u) << "cookies announced on both sides of an exec";
+	EXPECT_EQ(no_record, 0u);
+}
+
+/* ---- Exit storm ----------------------------------------------------------- */
+
+extern "C" __attribute__((noinline)) void rs_exiting_work(int fd, int reads)
+{
+	static thread_local char buf[64 << 10];
+	for (int i = 0; i < reads; i++)
+		if (read(fd, buf, sizeof(buf)) <= 0)
+			break;
+	__asm__ volatile("" ::: "memory");
+}
+
+/*
+ * The events of one exiting task, per task (an inherited per-task event
+ * cannot be mmapped): a receiver, cpu-clock, sched_switch and
+ * sched_process_exit.
+ */
+int open_exit_events(session::Session *s, pid_t tid, long sw, long pexit)
+{
+	session::Options recv = session::sideband(true);
+	recv.pages = 16;
+	int r = s->open(recv, tid, -1);
+	session::Options o;
+	o.defer_output = false;
+	o.pages = 16;
+	o.period = 100000;
+	if (!r)
+		r = s->open(o, tid, -1);
+	o.type = PERF_TYPE_TRACEPOINT;
+	o.period = 1;
+	for (long id : { sw, pexit }) {
+		o.config = (uint64_t)id;
+		if (!r)
+			r = s->open(o, tid, -1);
+	}
+	return r;
+}
+
+TEST(RightStack, ExitStormLeavesNoEmptyOrMissingRecord)
+{
+	EXTENSION("tasks sampled on their way out: every cookie gets a "
+		  "record with a stack, none an empty one (SPEC 4)");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	long pexit = work::tracepoint_id("sched/sched_process_exit");
+	long sw = work::tracepoint_id("sched/sched_switch");
+	if (pexit < 0 || sw < 0)
+		GTEST_SKIP() << "no sched tracepoints in tracefs";
+	int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	constexpr int kRounds = 4, kThreads = 6, kProcs = 3;
+	size_t empty = 0, exited = 0, buffers = 0;
+	perf::MatchResult total;
+	std::string err, empty_example, first_problem;
+	for (int round = 0; round < kRounds; round++) {
+		/* Threads and processes held until their events are open. */
+		std::atomic<bool> go{ false };
+		std::vector<std::atomic<pid_t>> tids(kThreads);
+		std::vector<std::thread> threads;
+		for (int i = 0; i < kThreads; i++) {
+			tids[i] = 0;
+			threads.emplace_back([&, i] {
+				tids[i] = work::gettid();
+				while (!go.load())
+					usleep(100);
+				rs_exiting_work(fd, 20);
+			});
+		}
+		std::vector<work::Child> kids(kProcs);
+		session::Session s;
+		int r = 0;
+		for (auto &k : kids) {
+			/* A helper reading /dev/zero for 2 ms, then exiting. */
+			if (!r)
+				r = k.spawn({ work::helper_path("compat_stack"),
+					      "2", "exit", "1" });
+			if (!r)
+				r = open_exit_events(&s, k.pid(), sw, pexit);
+		}
+		for (int i = 0; i < kThreads; i++) {
+			while (!tids[i].load())
+				usleep(100);
+			if (!r)
+				r = open_exit_events(&s, tids[i], sw, pexit);
+		}
+		if (!r)
+			s.enable();
+		go = true;
+		for (auto &k : kids)
+			k.release();
+		for (auto &t : threads)
+			t.join();
+		for (auto &k : kids) {
+			int st = k.wait(20, [&s] { s.drain(); });
+			exited += WIFEXITED(st) && WEXITSTATUS(st) == 0;
+		}
+		exited += kThreads;
+		s.disable();
+		s.drain();
+		ASSERT_EQ(r, 0) << "events on an exiting task: " << strerror(-r);
+		perf::CookieMatcher m;
+		ASSERT_TRUE(s.match(&m, &err)) << err;
+		perf::MatchResult res = m.match();
+		buffers += s.size();
+		for (const perf::Delivery &d : m.deliveries())
+			if (!d.nr && !empty++)
+				empty_example = "tid " + std::to_string(d.tid) +
+						" cookie " + std::to_string(d.cookie);
+		total.samples += res.samples;
+		total.announcing_samples += res.announcing_samples;
+		total.records += res.records;
+		total.announced += res.announced;
+		total.matched += res.matched;
+		total.fallback_samples += res.fallback_samples;
+		total.no_user_samples += res.no_user_samples;
+		total.lost += res.lost;
+		total.bad_marker_samples += res.bad_marker_samples;
+		for (auto *v : { &res.orphans, &res.duplicates,
+				 &res.with_kernel_ip })
+			total.orphans.insert(total.orphans.end(), v->begin(),
+					     v->end());
+		total.unmatched.insert(total.unmatched.end(),
+				       res.unmatched.begin(), res.unmatched.end());
+		if (first_problem.empty() && !res.clean())
+			first_problem = res.describe();
+	}
+	close(fd);
+	printf("# %zu tasks exited (%d threads, %d processes a round, %d "
+	       "rounds, %zu buffers): %zu samples (%zu deferred, %zu in "
+	       "place, %zu without a user part), %zu records; %zu cookies, "
+	       "%zu with a record, %zu without; %zu records with nr 0%s%s; "
+	       "%zu orphan, duplicate or kernel-ip records, %llu lost\n",
+	       exited, kThreads, kProcs, kRounds, buffers, total.samples,
+	       total.announcing_samples, total.fallback_samples,
+	       total.no_user_samples, total.records, total.announced,
+	       total.matched, total.unmatched.size(), empty,
+	       empty ? ", e.g. " : "", empty_example.c_str(),
+	       total.orphans.size(), (unsigned long long)total.lost);
+	EXPECT_EQ(exited, (size_t)kRounds * (kThreads + kProcs));
+	EXPECT_GT(total.announced, 0u);
+	EXPECT_EQ(empty, 0u) << "deferred records with an empty chain";
+	EXPECT_TRUE(total.unmatched.empty() && total.orphans.empty() &&
+		    !total.lost && !total.bad_marker_samples)
+		<< "announced cookies without a record, or records without "
+		   "an announce: " << first_problem;
+}
+
+/* ---- E: samples after their entry's record ------------------------------- */
+
+struct Order {
+	size_t samples = 0, with_cookie = 0, cookies = 0, records = 0;
+	size_t record_after = 0;  /* samples with their record after them */
+	size_t record_before = 0; /* ... with it only before them */
+	size_t no_record = 0;
+	std::string describe() const
+	{
+		std::ostringstream o;
+		o << samples << " samples, " << with_cookie << " with a cookie ("
+		  << cookies << " cookies), " << records << " records; "
+		  << record_after << " samples with their record after them, "
+		  << record_before << " whose record came before them, "
+		  << no_record << " without a record";
+		return o.str();
+	}
+};
+
+/* Buffer i of s holds the samples and the records, in the kernel's order. */
+Order check_order(session::Session &s, size_t i, std::string *err)
+{
+	Order o;
+	std::vector<std::pair<size_t, uint64_t>> announced; /* index, cookie */
+	std::map<uint64_t, std::vector<size_t>> rec_at;
+	const auto &records = s.records(i);
+	uint64_t st = s.event(i).attr().sample_type;
+	bool id_all = s.event(i).attr().sample_id_all;
+	for (size_t k = 0; k < records.size(); k++) {
+		const perf::Record &r = records[k];
+		if (r.header.type == PERF_RECORD_SAMPLE) {
+			perf::Sample sm;
+			if (!perf::parse_sample(r, st, &sm, err))
+				return o;
+			o.samples++;
+			perf::SplitChain c = perf::split_callchain(sm.callchain);
+			if (c.deferred)
+				announced.push_back({ k, c.cookie });
+		} else if (r.header.type == perf_abi::kRecordCallchainDeferred) {
+			perf::DeferredCallchain d;
+			if (!perf::parse_deferred(r, st, id_all, &d, err))
+				return o;
+			o.records++;
+			rec_at[d.cookie].push_back(k);
+		}
+	}
+	std::set<uint64_t> cookies;
+	for (auto &[k, cookie] : announced) {
+		o.with_cookie++;
+		cookies.insert(cookie);
+		auto it = rec_at.find(cookie);
+		if (it == rec_at.end())
+			o.no_record++;
+		else if (it->second.back() > k)
+			o.record_after++;
+		else
+			o.record_before++;
+	}
+	o.cookies = cookies.size();
+	return o;
+}
+
+/* The tracee: blocks in a read of a pipe nobody writes, again and again. */
+extern "C" __attribute__((noinline)) long rs_tracee_read(int fd)
+{
+	static char c;
+	long r = raw_syscall3(0 /* read */, fd, (long)&c, 1);
+	rs_not_a_leaf();
+	return r;
+}
+
+char task_state(pid_t pid)
+{
+	std::string st = work::read_file("/proc/" + std::to_string(pid) +
+					 "/stat");
+	size_t p = st.rfind(')');
+	return p == std::string::npos || p + 2 >= st.size() ? '?' : st[p + 2];
+}
+
+/*
+ * A child blocked in a read is stopped and continued again and again,
+ * by PTRACE_INTERRUPT and PTRACE_CONT (ptraced) or by SIGSTOP and SIGCONT:
+ * its read returns for the stop, get_signal() runs the pending task_work
+ * (the record of the entry, whose sched_switch sample came when the read
+ * blocked), then the task stops: a sched_switch with the entry's cookie,
+ * after its record.
+ */
+void stop_repeatedly(bool ptraced)
+{
+	long sw = work::tracepoint_id("sched/sched_switch");
+	if (sw < 0)
+		GTEST_SKIP() << "no tracepoint sched/sched_switch in tracefs";
+	int p[2];
+	ASSERT_EQ(pipe(p), 0);
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		close(p[1]);
+		for (;;)
+			if (rs_tracee_read(p[0]) == 0)
+				_exit(0);
+	}
+	close(p[0]);
+	if (ptraced && ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_EXITKILL)) {
+		int e = errno;
+		kill(pid, SIGKILL);
+		waitpid(pid, nullptr, 0);
+		close(p[1]);
+		FAIL() << "PTRACE_SEIZE: " << strerror(e);
+	}
+	session::Session s;
+	session::Options o;
+	o.type = PERF_TYPE_TRACEPOINT;
+	o.config = (uint64_t)sw;
+	o.period = 1;
+	o.pages = 256;
+	int rr = s.open(o, pid, -1);
+	constexpr int kStops = 60;
+	int stops = 0;
+	if (!rr) {
+		s.enable();
+		for (int i = 0; i < kStops; i++) {
+			/* Wait for the child to sleep in its read. */
+			for (int w = 0; w < 2000 && task_state(pid) != 'S'; w++)
+				usleep(100);
+			int st;
+			if (ptraced ? ptrace(PTRACE_INTERRUPT, pid, 0, 0)
+				    : kill(pid, SIGSTOP))
+				break;
+			if (waitpid(pid, &st, __WALL | WUNTRACED) != pid ||
+			    !WIFSTOPPED(st))
+				break;
+			stops++;
+			if (ptraced ? ptrace(PTRACE_CONT, pid, 0, 0)
+				    : kill(pid, SIGCONT))
+				break;
+			if (!ptraced &&
+			    (waitpid(pid, &st, WCONTINUED) != pid ||
+			     !WIFCONTINUED(st)))
+				break;
+			s.drain();
+		}
+		/* Let the last restarted read block. */
+		for (int w = 0; w < 2000 && task_state(pid) != 'S'; w++)
+			usleep(100);
+		s.disable();
+		s.drain();
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, nullptr, __WALL);
+	close(p[1]);
+	ASSERT_EQ(rr, 0) << "sched_switch on the child: " << strerror(-rr);
+	std::string err;
+	Order ord = check_order(s, 0, &err);
+	ASSERT_TRUE(err.empty()) << err;
+	printf("# %d %s stops of a read: %s\n", stops,
+	       ptraced ? "ptrace (PTRACE_INTERRUPT)" : "job control (SIGSTOP)",
+	       ord.describe().c_str());
+	EXPECT_EQ(stops, kStops);
+	EXPECT_EQ(s.lost(), 0u);
+	EXPECT_GE(ord.record_after, (size_t)kStops - 1) << ord.describe();
+	EXPECT_EQ(ord.record_before, 0u)
+		<< "samples whose cookie's record was written before them: "
+		<< ord.describe();
+	EXPECT_LE(ord.no_record, 1u) << ord.describe();
+}
+
+constexpr const char *kAfterRecordWhy =
+	"a task stopped or preempted after its entry's record was written: "
+	"perf tools match a sample only with a record after it, so such a "
+	"sample must fall back in place (SPEC 4: no user stack lost)";
+
+TEST(RightStack, PtraceStopSamplesComeBeforeTheirRecord)
+{
+	EXTENSION(kAfterRecordWhy);
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	stop_repeatedly(true);
+}
+
+TEST(RightStack, JobControlStopSamplesComeBeforeTheirRecord)
+{
+	EXTENSION(kAfterRecordWhy);
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	stop_repeatedly(false);
+}
+
+/* The sleeper: nanosleep from a known function, in a loop. */
+extern "C" __attribute__((noinline)) void rs_sleeper(int n)
+{
+	struct timespec ts = { 0, 50000 };
+	for (int i = 0; i < n; i++)
+		nanosleep(&ts, nullptr);
+	__asm__ volatile("" ::: "memory");
+}
+
+TEST(RightStack, PreemptedOnTheWayOutSamplesComeBeforeTheirRecord)
+{
+	EXTENSION(kAfterRecordWhy);
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	long sw = work::tracepoint_id("sched/sched_switch");
+	if (sw < 0)
+		GTEST_SKIP() << "no tracepoint sched/sched_switch in tracefs";
+	/*
+	 * This thread sleeps again and again; a reader thread on the same
+	 * CPU polls the buffer and is woken by every record (watermark of 1
+	 * byte): the record written on the way out wakes it, and it may
+	 * preempt this thread before it returns to user space.
+	 */
+	cpu_set_t saved;
+	ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
+	int cpu = work::current_cpu();
+	ASSERT_EQ(work::pin(0, cpu), 0);
+	session::Session s;
+	session::Options o;
+	o.type = PERF_TYPE_TRACEPOINT;
+	o.config = (uint64_t)sw;
+	o.period = 1;
+	perf_event_attr a = session::make_attr(o);
+	a.watermark = 1;
+	a.wakeup_watermark = 1;
+	int r = s.open_attr(a, 0, -1, 256);
+	if (r) {
+		sched_setaffinity(0, sizeof(saved), &saved);
+		FAIL() << "sched_switch: " << strerror(-r);
+	}
+	std::atomic<bool> stop{ false };
+	std::atomic<int> wakeups{ 0 };
+	std::thread reader([&] {
+		work::pin(0, cpu);
+		struct pollfd pfd = { s.event(0).fd(), POLLIN, 0 };
+		while (!stop.load()) {
+			if (poll(&pfd, 1, 20) > 0)
+				wakeups++;
+			s.drain();
+		}
+	});
+	constexpr int kSleeps = 300;
+	s.enable();
+	rs_sleeper(kSleeps);
+	s.disable();
+	stop = true;
+	reader.join();
+	s.drain();
+	sched_setaffinity(0, sizeof(saved), &saved);
+	std::string err;
+	Order ord = check_order(s, 0, &err);
+	ASSERT_TRUE(err.empty()) << err;
+	printf("# %d sleeps on CPU %d beside a reader woken %d times: %s\n",
+	       kSleeps, cpu, wakeups.load(), ord.describe().c_str());
+	EXPECT_EQ(s.lost(), 0u);
+	EXPECT_GE(ord.record_after, (size_t)kSleeps / 2) << ord.describe();
+	EXPECT_EQ(ord.record_before, 0u)
+		<< "samples whose cookie's record was written before them: "
+		<< ord.describe();
+	EXPECT_LE(ord.no_record, 1u) << ord.describe();
+}
+
+} // namespace
