@@ -349,8 +349,13 @@ TEST(Abi, MarkerAndCookieAreTheLastTwoEntries)
 		 * unwound in place, with that record's stack.
 		 */
 		EXPECT_TRUE(r.unexplained_fallbacks.empty()) << r.describe();
-		EXPECT_LT(in_place * 10, total)
-			<< "more than a tenth of the samples unwound in place";
+		/*
+		 * Samples taken while the callbacks write the record: 1-3 %
+		 * on the normal kernel, 13 % measured on the debug one, where
+		 * the output is slow. A third means deferral broke.
+		 */
+		EXPECT_LT(in_place * 3, total)
+			<< "more than a third of the samples unwound in place";
 	}
 }
 

@@ -310,8 +310,9 @@ protected:
 			<< r.unexplained_fallbacks.size() << " of "
 			<< r.fallback_samples << " samples unwound in place "
 			<< "without their entry's record before them";
-		EXPECT_LT(r.fallback_samples * 10, r.samples)
-			<< "more than a tenth of the samples unwound in place";
+		/* See Abi.MarkerAndCookieAreTheLastTwoEntries */
+		EXPECT_LT(r.fallback_samples * 3, r.samples)
+			<< "more than a third of the samples unwound in place";
 		EXPECT_GT(shared, 0)
 			<< "no kernel entry with several samples";
 		EXPECT_GT(with_recursion, 0) << "no record holding " << kDepth
