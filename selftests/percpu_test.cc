@@ -10,8 +10,15 @@
  * up; that they also reach sampling events whose only side-band bit is
  * defer_output is our extension. Skips on a kernel without
  * defer_callchain or with one CPU.
+ *
+ * The SelfMigrating tests account a whole recording instead: a thread
+ * that moves itself to the next CPU before each system call, every cookie
+ * its samples announced (near enabling and disabling too) against every
+ * record in every CPU's buffer, with nothing lost.
  */
 #include <gtest/gtest.h>
+#include <stdio.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include <atomic>
@@ -151,6 +158,226 @@ void check_migrating(bool bare)
 	}
 	EXPECT_GT(migrated, 0u) << "in 3 attempts no entry was sampled on "
 				   "one CPU and returned on another";
+}
+
+/*
+ * A thread that moves itself: before each 128 KiB getrandom() it pins
+ * itself to the next CPU with sched_setaffinity(), 20 frames deep. Every
+ * cookie its samples announce, over the whole recording (the worker only
+ * starts once every event is enabled and is joined before any is
+ * disabled, so nothing near enabling or disabling is left out), must end
+ * in exactly one record, and no record of it may carry a cookie none of
+ * its samples announced.
+ */
+constexpr int kSelfMoves = 400;
+constexpr int kSelfDepth = 20;
+constexpr size_t kSelfChunk = 128 << 10;
+
+struct SelfMover {
+	std::vector<int> cpus;
+	std::vector<char> buf;
+	int moves = 0, pin_failures = 0, short_reads = 0;
+};
+
+extern "C" __attribute__((noinline)) int
+percpu_self_moving(int depth, SelfMover *m)
+{
+	if (depth == 0) {
+		for (int i = 0; i < kSelfMoves; i++) {
+			if (work::pin(0, m->cpus[i % m->cpus.size()]) == 0)
+				m->moves++;
+			else
+				m->pin_failures++;
+			if (getrandom(m->buf.data(), m->buf.size(), 0) !=
+			    (ssize_t)m->buf.size())
+				m->short_reads++;
+		}
+		return m->moves;
+	}
+	int r = percpu_self_moving(depth - 1, m);
+	asm volatile("" ::: "memory"); /* no tail call */
+	return r;
+}
+
+void check_self_migrating(bool bare)
+{
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	std::vector<int> cpus = session::online_cpus();
+	if (cpus.size() < 2)
+		GTEST_SKIP() << "needs 2 CPUs, have 1";
+
+	session::Session s;
+	session::Options o;
+	o.period = 50000; /* 50 us */
+	o.pages = 1024;	  /* 4 MiB per CPU, drained every 2 ms */
+	o.defer_output = bare;
+	int r = s.open_per_cpu(o);
+	size_t nsampling = s.size();
+	if (!r && !bare) {
+		session::Options sb = session::sideband();
+		sb.pages = 1024;
+		r = s.open_per_cpu(sb);
+	}
+	ASSERT_EQ(r, 0) << "per-CPU perf_event_open: " << strerror(-r);
+	/* The buffers that receive the records. */
+	std::set<size_t> receivers;
+	for (size_t i = bare ? 0 : nsampling; i < s.size(); i++)
+		receivers.insert(i);
+
+	SelfMover mover;
+	mover.cpus = cpus;
+	mover.buf.resize(kSelfChunk);
+	std::atomic<pid_t> tid{ 0 };
+	std::atomic<bool> go{ false }, done{ false };
+	s.enable();
+	uint64_t t_enabled = work::now_ns();
+	std::thread worker([&] {
+		tid = work::gettid();
+		while (!go)
+			sched_yield();
+		percpu_self_moving(kSelfDepth, &mover);
+		done = true;
+	});
+	while (!tid)
+		sched_yield();
+	go = true;
+	while (!done) {
+		s.drain();
+		timespec ts{ 0, 2000000 };
+		nanosleep(&ts, nullptr);
+	}
+	/* Joined: its exit is over, every request it made was answered. */
+	worker.join();
+	uint64_t t_joined = work::now_ns();
+	s.disable();
+	s.drain();
+
+	perf::CookieMatcher m;
+	std::string err;
+	ASSERT_TRUE(s.match(&m, &err)) << err;
+	perf::MatchResult res = m.match();
+	const uint32_t me = (uint32_t)tid.load();
+
+	/* Announced cookies of the worker: first sample's time and CPU. */
+	std::map<uint64_t, const perf::Announce *> announced;
+	size_t worker_samples = 0;
+	for (const perf::Announce &a : m.announces()) {
+		if (a.tid != me)
+			continue;
+		worker_samples++;
+		auto [it, fresh] = announced.emplace(a.cookie, &a);
+		if (!fresh && a.time < it->second->time)
+			it->second = &a;
+	}
+	/* The worker's records in the receivers' buffers, per cookie. */
+	std::map<uint64_t, std::vector<const perf::Delivery *>> records;
+	size_t worker_records = 0, other_records = 0;
+	for (const perf::Delivery &d : m.deliveries()) {
+		if (!receivers.count(d.buffer))
+			continue;
+		if (d.tid != me) {
+			other_records++;
+			continue;
+		}
+		worker_records++;
+		records[d.cookie].push_back(&d);
+	}
+	/* Throttling, for the numbers. */
+	size_t throttles = 0;
+	for (size_t i = 0; i < s.size(); i++)
+		for (const perf::Record &rec : s.records(i))
+			throttles += rec.header.type == PERF_RECORD_THROTTLE;
+
+	size_t none = 0, several = 0, late = 0, migrated = 0, wrong_cpu = 0;
+	std::vector<std::string> details;
+	auto rel_ms = [&](uint64_t t) {
+		return t >= t_enabled ? (double)(t - t_enabled) / 1e6 :
+					-(double)(t_enabled - t) / 1e6;
+	};
+	for (auto &[cookie, a] : announced) {
+		auto it = records.find(cookie);
+		size_t n = it == records.end() ? 0 : it->second.size();
+		if (n == 0)
+			none++;
+		else if (n > 1)
+			several++;
+		if (n != 1) {
+			if (details.size() < 10) {
+				char line[200];
+				snprintf(line, sizeof(line),
+					 "cookie 0x%llx first sampled on CPU "
+					 "%u at %.3f ms (run: %.3f ms): %zu "
+					 "records",
+					 (unsigned long long)cookie, a->cpu,
+					 rel_ms(a->time),
+					 rel_ms(t_joined), n);
+				details.push_back(line);
+			}
+			continue;
+		}
+		const perf::Delivery *d = it->second[0];
+		late += d->time < a->time;
+		migrated += d->cpu != a->cpu;
+		wrong_cpu += (int)d->cpu != s.cpu(d->buffer);
+	}
+	size_t unannounced = 0;
+	for (auto &[cookie, v] : records) {
+		if (announced.count(cookie))
+			continue;
+		unannounced += v.size();
+		if (details.size() < 16) {
+			char line[200];
+			snprintf(line, sizeof(line),
+				 "record of cookie 0x%llx written on CPU %u "
+				 "at %.3f ms: no sample announced it",
+				 (unsigned long long)cookie, v[0]->cpu,
+				 rel_ms(v[0]->time));
+			details.push_back(line);
+		}
+	}
+
+	printf("# %s: worker tid %d moved itself %d times (%d pin failures, "
+	       "%d short reads), %zu samples of it announced %zu cookies; "
+	       "%zu records of it (%zu of other tasks) in %zu buffers; "
+	       "%zu cookies without a record, %zu with more than one, %zu "
+	       "records nobody announced; %zu records written on another "
+	       "CPU than their first sample, %zu before it (sample in the "
+	       "exit loop), %zu in another CPU's buffer; %zu throttles, "
+	       "%llu lost\n",
+	       bare ? "sampling events with defer_output only" :
+		      "a side-band dummy per CPU",
+	       me, mover.moves, mover.pin_failures, mover.short_reads,
+	       worker_samples, announced.size(), worker_records,
+	       other_records, receivers.size(), none, several, unannounced,
+	       migrated, late, wrong_cpu, throttles,
+	       (unsigned long long)res.lost);
+	for (const std::string &l : details)
+		printf("#   %s\n", l.c_str());
+	fflush(stdout);
+
+	ASSERT_EQ(res.lost, 0u)
+		<< "records lost: the run cannot be judged, the buffers are "
+		   "too small for this kernel";
+	ASSERT_EQ(mover.pin_failures, 0) << "sched_setaffinity() failed";
+	ASSERT_GT(announced.size(), 0u) << "the worker was never sampled";
+	EXPECT_EQ(none, 0u) << "announced cookies without a record";
+	EXPECT_EQ(several, 0u) << "announced cookies with several records";
+	EXPECT_EQ(unannounced, 0u)
+		<< "records of the worker with a cookie no sample announced";
+	EXPECT_EQ(wrong_cpu, 0u) << "records in another CPU's buffer";
+	EXPECT_TRUE(res.with_kernel_ip.empty()) << res.describe();
+}
+
+TEST(PerCpu, SelfMigratingThreadEveryCookieHasOneRecord)
+{
+	check_self_migrating(false);
+}
+
+TEST(PerCpu, BareSelfMigratingThreadEveryCookieHasOneRecord)
+{
+	EXTENSION("per-CPU receivers whose only side-band bit is defer_output "
+		  "get the records (upstream delivers only to side-band events)");
+	check_self_migrating(true);
 }
 
 TEST(PerCpu, RecordFollowsTheTaskToItsReturnCpu)
