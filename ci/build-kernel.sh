@@ -10,7 +10,7 @@
 [ $# -ge 3 ] || die "usage: build-kernel.sh SRC OBJDIR FRAGMENT..."
 if [ -z "${VMTEST_BUILD_LOCKED:-}" ]; then
 	mkdir -p "$BUILD"
-	VMTEST_BUILD_LOCKED=1 exec flock "$BUILD/.kbuild.lock" "$0" "$@"
+	VMTEST_BUILD_LOCKED=1 exec flock "$KBUILD_LOCK" "$0" "$@"
 fi
 src=$(realpath "$1") obj=$(realpath -m "$2")
 shift 2

@@ -10,7 +10,7 @@
 [ $# -eq 2 ] || die "usage: build-perf.sh KERNEL_SRC OUT_DIR"
 if [ -z "${VMTEST_BUILD_LOCKED:-}" ]; then
 	mkdir -p "$BUILD"
-	VMTEST_BUILD_LOCKED=1 exec flock "$BUILD/.kbuild.lock" "$0" "$@"
+	VMTEST_BUILD_LOCKED=1 exec flock "$KBUILD_LOCK" "$0" "$@"
 fi
 src=$(realpath "$1") out=$(realpath -m "$2")
 [ -d "$src/tools/perf" ] || die "$src/tools/perf missing: not a kernel tree"

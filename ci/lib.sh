@@ -8,6 +8,8 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
+# One lock for builds and guest runs; clones sharing a machine can share it.
+KBUILD_LOCK=${VMTEST_LOCK:-$BUILD/.kbuild.lock}
 # VMTEST_PATCHES points the scripts at another series (the harness tests).
 PATCHES=${VMTEST_PATCHES:-$ROOT/patches}
 # The default kernel work tree: Debian's linux-source-6.12 as a git repo.
@@ -56,7 +58,7 @@ use_kernel_cc() {
 # Run a kernel build under one lock: two cores, one build at a time.
 with_build_lock() {
 	mkdir -p "$BUILD"
-	flock "$BUILD/.kbuild.lock" "$@"
+	flock "$KBUILD_LOCK" "$@"
 }
 
 # arch NAME: one setting of the guest architecture. qemu/x86_64.py is the
