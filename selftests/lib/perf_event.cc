@@ -215,14 +215,14 @@ Event::Event(Event &&o) noexcept
 }
 
 int Event::open(const perf_event_attr &attr, pid_t pid, int cpu,
-		size_t data_pages)
+		size_t data_pages, int group_fd)
 {
 	attr_ = attr;
 	attr_.size = sizeof(attr_);
 	/* Only the count and the lost samples: see lost(). */
 	if (!attr_.read_format)
 		attr_.read_format = PERF_FORMAT_LOST;
-	fd_ = open_event(&attr_, pid, cpu);
+	fd_ = open_event(&attr_, pid, cpu, group_fd);
 	if (fd_ < 0) {
 		int e = fd_;
 		fd_ = -1;

@@ -74,9 +74,10 @@ public:
 	Event &operator=(const Event &) = delete;
 	Event(Event &&o) noexcept;
 
-	/* Returns 0 or -errno. data_pages must be a power of two. */
+	/* Returns 0 or -errno. data_pages must be a power of two; with a
+	 * group_fd the event joins that leader's group. */
 	int open(const perf_event_attr &attr, pid_t pid, int cpu,
-		 size_t data_pages = 64);
+		 size_t data_pages = 64, int group_fd = -1);
 	int fd() const { return fd_; }
 	const perf_event_attr &attr() const { return attr_; }
 	void enable();

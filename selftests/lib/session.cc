@@ -72,6 +72,20 @@ int Session::open_attr(const perf_event_attr &attr, pid_t pid, int cpu,
 	return 0;
 }
 
+int Session::open_in_group(Options o, pid_t pid, size_t leader)
+{
+	o.disabled = false;
+	perf::Event e;
+	int r = e.open(make_attr(o), pid, cpus_[leader], o.pages,
+		       events_[leader].fd());
+	if (r)
+		return r;
+	events_.push_back(std::move(e));
+	cpus_.push_back(cpus_[leader]);
+	records_.emplace_back();
+	return 0;
+}
+
 int Session::open_per_cpu(const Options &o)
 {
 	for (int c : online_cpus()) {

@@ -67,6 +67,13 @@ public:
 	/* The same for an attr built by hand (make_attr() and changes). */
 	int open_attr(const perf_event_attr &attr, pid_t pid, int cpu,
 		      size_t pages = 64);
+	/*
+	 * o as a member of event leader's group (opened for the same pid),
+	 * enabled at once: it counts
+	 * exactly while the leader does, so the two see the same hits (two
+	 * enable ioctls would let hits in between reach only one of them).
+	 */
+	int open_in_group(Options o, pid_t pid, size_t leader);
 	/* One event per online CPU (pid = -1); returns 0 or the first error. */
 	int open_per_cpu(const Options &o);
 	void enable();
