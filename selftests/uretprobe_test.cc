@@ -9,13 +9,23 @@
  * crosses the trampoline's slot, where cs_outer must appear.
  */
 #include <gtest/gtest.h>
+#include <limits.h>
 #include <linux/perf_event.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <map>
+
+#include "helpers/raw_syscall.h"
 #include "lib/features.h"
 #include "lib/known_chain.h"
+#include "lib/perf_abi.h"
 #include "lib/perf_event.h"
+#include "lib/session.h"
 #include "lib/symbols.h"
 #include "lib/test_class.h"
 #include "lib/workload.h"
@@ -105,6 +115,128 @@ TEST(Uretprobe, DeferredCompatChainShowsTheHiddenCaller)
 		  "uretprobe's trampoline slot (SPEC 4: the right stack)");
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	check_with_uretprobe("compat_stack_32", true, true);
+}
+
+/*
+ * The return address a uretprobe saves is read from the user stack when the
+ * probed function is entered: whatever the caller put there, a kernel
+ * address included. Putting it back into a deferred chain must apply the
+ * walk's own checks (at most the user address limit), or a user chain
+ * carries an address the walk itself would never report.
+ */
+extern "C" __attribute__((noinline)) long ur_target(void)
+{
+	long r = raw_syscall3(110 /* getppid */, 0, 0, 0);
+	__asm__ volatile("" ::: "memory");
+	return r + 1;
+}
+
+/* Enter fn with ra as its return address: a jump, not a call. */
+extern "C" long ur_enter_with_ra(long (*fn)(void), uint64_t ra);
+__asm__(".text\n"
+	".globl ur_enter_with_ra\n"
+	".type ur_enter_with_ra, @function\n"
+	"ur_enter_with_ra:\n\t"
+	"push %rsi\n\t"
+	"jmp *%rdi\n"
+	".size ur_enter_with_ra, .-ur_enter_with_ra\n");
+
+sigjmp_buf ur_env;
+volatile sig_atomic_t ur_faults;
+
+void ur_on_segv(int)
+{
+	ur_faults = ur_faults + 1;
+	siglongjmp(ur_env, 1);
+}
+
+/* The x86-64 user address limit (47-bit address space). */
+constexpr uint64_t kUserLimit = 0x00007ffffffff000ULL;
+constexpr uint64_t kKernelRa = 0xffffffff81000000ULL;
+
+TEST(Uretprobe, DeferredChainRefusesAKernelReturnAddress)
+{
+	EXTENSION("a pending uretprobe's saved return address is checked like "
+		  "the walk's own before it is put back (SPEC 4: the right "
+		  "stack)");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	if (access(kUprobePmu, F_OK))
+		GTEST_SKIP() << "no uprobe PMU (CONFIG_UPROBE_EVENTS)";
+	long tp = work::tracepoint_id("syscalls/sys_enter_getppid");
+	if (tp < 0)
+		GTEST_SKIP() << "no tracepoint syscalls/sys_enter_getppid";
+	char path[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", path, sizeof(path) - 1);
+	ASSERT_GT(len, 0);
+	path[len] = 0;
+	std::string err;
+	std::vector<syms::Symbol> symbols = syms::load(path, &err);
+	const syms::Symbol *fn = syms::find(symbols, "ur_target");
+	ASSERT_NE(fn, nullptr) << "ur_target not in " << path << ": " << err;
+
+	Uretprobe probe;
+	ASSERT_EQ(probe.open(path, fn->file_offset, getpid()), 0);
+	session::Session s;
+	session::Options o;
+	o.type = PERF_TYPE_TRACEPOINT;
+	o.config = (uint64_t)tp;
+	o.period = 1;
+	int r = s.open(o, 0, -1);
+	ASSERT_EQ(r, 0) << "sys_enter_getppid: " << strerror(-r);
+
+	struct sigaction sa {}, old {};
+	sa.sa_handler = ur_on_segv;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_NODEFER;
+	ASSERT_EQ(sigaction(SIGSEGV, &sa, &old), 0);
+	constexpr int kCalls = 20;
+	s.enable();
+	for (int i = 0; i < kCalls; i++) {
+		/* ur_target returns, through the trampoline, to kKernelRa */
+		if (!sigsetjmp(ur_env, 1))
+			ur_enter_with_ra(ur_target, kKernelRa);
+	}
+	s.disable();
+	sigaction(SIGSEGV, &old, nullptr);
+	s.drain();
+	EXPECT_EQ(ur_faults, kCalls) << "every call must return to the kernel "
+					"address and fault";
+	EXPECT_EQ(probe.returns(), (uint64_t)kCalls);
+
+	std::map<uint64_t, std::vector<uint64_t>> recs;
+	for (const perf::DeferredCallchain &d : s.deferred(0, &err))
+		recs.emplace(d.cookie, d.ips);
+	size_t samples = 0, with_record = 0, leaf_ok = 0, above_limit = 0;
+	std::string example;
+	for (const perf::Sample &smp : s.samples(0, &err)) {
+		perf::SplitChain c = perf::split_callchain(smp.callchain);
+		samples++;
+		std::vector<uint64_t> ips = c.user;
+		if (c.deferred) {
+			auto it = recs.find(c.cookie);
+			if (it == recs.end())
+				continue;
+			ips = it->second;
+		}
+		with_record++;
+		leaf_ok += !ips.empty() && fn->contains(ips[0]);
+		for (uint64_t ip : ips)
+			above_limit += ip >= kUserLimit;
+		if (example.empty() || std::count_if(ips.begin(), ips.end(),
+				[](uint64_t ip) { return ip >= kUserLimit; }))
+			example = session::hex_chain(ips);
+	}
+	ASSERT_TRUE(err.empty()) << err;
+	printf("# %d calls of ur_target returning to %#llx under a uretprobe: "
+	       "%zu samples, %zu with their user chain, %zu with ur_target as "
+	       "leaf, %zu user entries at or above %#llx; e.g. %s\n",
+	       kCalls, (unsigned long long)kKernelRa, samples, with_record,
+	       leaf_ok, above_limit, (unsigned long long)kUserLimit,
+	       example.c_str());
+	EXPECT_GE(with_record, (size_t)kCalls - 1);
+	EXPECT_EQ(leaf_ok, with_record);
+	EXPECT_EQ(above_limit, 0u) << "the saved return address went into the "
+				      "user chain unchecked";
 }
 
 } // namespace
