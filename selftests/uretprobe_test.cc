@@ -124,10 +124,17 @@ TEST(Uretprobe, DeferredCompatChainShowsTheHiddenCaller)
  * walk's own checks (at most the user address limit), or a user chain
  * carries an address the walk itself would never report.
  */
+/* A call makes ur_target a non-leaf: GCC gives leaves no frame, and the
+ * frame-pointer walk would skip the trampoline's slot. */
+extern "C" __attribute__((noinline)) void ur_not_a_leaf(void)
+{
+	__asm__ volatile("" ::: "memory");
+}
+
 extern "C" __attribute__((noinline)) long ur_target(void)
 {
 	long r = raw_syscall3(110 /* getppid */, 0, 0, 0);
-	__asm__ volatile("" ::: "memory");
+	ur_not_a_leaf();
 	return r + 1;
 }
 
@@ -207,6 +214,7 @@ TEST(Uretprobe, DeferredChainRefusesAKernelReturnAddress)
 	for (const perf::DeferredCallchain &d : s.deferred(0, &err))
 		recs.emplace(d.cookie, d.ips);
 	size_t samples = 0, with_record = 0, leaf_ok = 0, above_limit = 0;
+	size_t longest = 0;
 	std::string example;
 	for (const perf::Sample &smp : s.samples(0, &err)) {
 		perf::SplitChain c = perf::split_callchain(smp.callchain);
@@ -220,6 +228,7 @@ TEST(Uretprobe, DeferredChainRefusesAKernelReturnAddress)
 		}
 		with_record++;
 		leaf_ok += !ips.empty() && fn->contains(ips[0]);
+		longest = std::max(longest, ips.size());
 		for (uint64_t ip : ips)
 			above_limit += ip >= kUserLimit;
 		if (example.empty() || std::count_if(ips.begin(), ips.end(),
@@ -235,6 +244,10 @@ TEST(Uretprobe, DeferredChainRefusesAKernelReturnAddress)
 	       example.c_str());
 	EXPECT_GE(with_record, (size_t)kCalls - 1);
 	EXPECT_EQ(leaf_ok, with_record);
+	/* Its frame's return address slot holds the trampoline: the walk
+	 * meets it right after the leaf, and nothing trustworthy follows. */
+	EXPECT_EQ(longest, 1u) << "ur_target's caller slot is the trampoline's: "
+				  "a longer chain did not cross it";
 	EXPECT_EQ(above_limit, 0u) << "the saved return address went into the "
 				      "user chain unchecked";
 }
