@@ -61,7 +61,7 @@ constexpr uint64_t kSupported =
 	PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
 	PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR | PERF_SAMPLE_ID |
 	PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD |
-	PERF_SAMPLE_CALLCHAIN;
+	PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER;
 
 } // namespace
 
@@ -99,6 +99,13 @@ bool parse_sample(const Record &r, uint64_t t, Sample *s, std::string *err)
 			uint64_t ip;
 			ok = c.u64(&ip);
 			s->callchain.push_back(ip);
+		}
+	}
+	if (ok && (t & PERF_SAMPLE_REGS_USER)) {
+		ok = c.u64(&s->regs_abi);
+		while (ok && s->regs_abi && c.pos() < r.bytes.size()) {
+			ok = c.u64(&v);
+			s->regs_user.push_back(v);
 		}
 	}
 	if (!ok)

@@ -28,6 +28,14 @@ struct Sample {
 	SampleId sid;
 	uint64_t ip = 0, period = 0;
 	std::vector<uint64_t> callchain; /* raw, with PERF_CONTEXT_* markers */
+	/*
+	 * PERF_SAMPLE_REGS_USER: the ABI word (PERF_SAMPLE_REGS_ABI_*, 0 for
+	 * a kernel thread, which has no registers) and the registers of
+	 * sample_regs_user in bit order. It is the last field the reader
+	 * parses, so the registers are the rest of the record.
+	 */
+	uint64_t regs_abi = 0;
+	std::vector<uint64_t> regs_user;
 };
 
 struct DeferredCallchain {

@@ -81,6 +81,27 @@ TEST(Reader, SplitsDeferredCallchain)
 	EXPECT_TRUE(c.user.empty());
 }
 
+TEST(Reader, ParsesUserRegistersAfterTheCallchain)
+{
+	perf::Sample s;
+	std::string err;
+	/* ABI 64 (2) and two registers; then a kernel thread's: ABI 0. */
+	Record r = make(PERF_RECORD_SAMPLE,
+			{ pidtid(7, 7), 1, 0, 1, PERF_CONTEXT_KERNEL, 2, 0x11,
+			  0x22 });
+	ASSERT_TRUE(perf::parse_sample(r, kType | PERF_SAMPLE_REGS_USER, &s,
+				       &err)) << err;
+	EXPECT_EQ(s.callchain.size(), 1u);
+	EXPECT_EQ(s.regs_abi, 2u);
+	EXPECT_EQ(s.regs_user, (std::vector<uint64_t>{ 0x11, 0x22 }));
+	perf::Sample k;
+	Record kr = make(PERF_RECORD_SAMPLE, { pidtid(0, 0), 1, 0, 0, 0 });
+	ASSERT_TRUE(perf::parse_sample(kr, kType | PERF_SAMPLE_REGS_USER, &k,
+				       &err)) << err;
+	EXPECT_EQ(k.regs_abi, 0u);
+	EXPECT_TRUE(k.regs_user.empty());
+}
+
 TEST(Matcher, PairsAcrossBuffersAndCountsPerBuffer)
 {
 	perf::CookieMatcher m;
