@@ -3,7 +3,7 @@
 
 usage: vm.py --kernel BZIMAGE --initrd CPIO --out DIR [--smp N] [--mem M]
              [--timeout S] [--filter GTEST_FILTER] [--jobs N]
-             [--accel kvm|tcg]
+             [--accel kvm|tcg] [--bench PLAN]
 
 Writes DIR/console.log (ttyS0: boot log, KUnit, splats), DIR/results.log
 (ttyS1: the selftests' KTAP) and DIR/run.json (accelerator, times, exit
@@ -34,6 +34,8 @@ def command(a, qemu, accel_args):
     append = f"{arch.CMDLINE} vmtest.cpus={a.smp} vmtest.jobs={a.jobs}"
     if a.filter:
         append += f" vmtest.filter={a.filter}"
+    if a.bench:
+        append += f" vmtest.bench={a.bench}"
     return cmd + ["-append", append]
 
 
@@ -51,6 +53,9 @@ def main(argv=None):
                     help="selftest programs that may share the guest "
                     "(alone=no in selftests/settings) run this many at a "
                     "time")
+    ap.add_argument("--bench", default="",
+                    help="run make bench's guest program with this plan "
+                    "(quick, full) instead of the tests")
     ap.add_argument("--accel", default=os.environ.get("ACCEL", ""),
                     help="kvm or tcg; default: KVM when a probe boots, "
                     "else TCG")
@@ -78,6 +83,7 @@ def main(argv=None):
     cmd = command(a, qemu, arch.KVM_ARGS if acc == "kvm" else arch.TCG_ARGS)
     run = {"accel": acc, "accel_reason": why, "smp": a.smp, "mem": a.mem,
            "timeout": a.timeout, "filter": a.filter, "jobs": a.jobs,
+           "bench": a.bench,
            "command": cmd}
     results = os.path.join(a.out, "results.log")
 
