@@ -1,0 +1,646 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * make bench, the guest side: what deferral saves and what it costs,
+ * measured side by side in one boot.
+ *
+ * Every run forks a workload, samples it with K cpu-clock events in one
+ * of three modes, and prints one "bench-run key=value ..." line with the
+ * raw counts; ci/bench.py turns those into medians, ratios, the model
+ * floor, a table and a plot. Modes:
+ *
+ *	none		exclude_callchain_user: kernel chain only (the baseline)
+ *	inplace		user chain walked in the sampling interrupt
+ *	deferred	defer_callchain on every event, defer_output on the
+ *			first: one PERF_RECORD_CALLCHAIN_DEFERRED per entry
+ *
+ * Kernel entries are counted exactly, in every mode and on any kernel:
+ * the workload keeps a tag (magic | sequence number) in %r12 across each
+ * system call and increments it in its user loop, and every sample
+ * carries %r12 (PERF_SAMPLE_REGS_USER). Samples with the same (tid, tag)
+ * were taken in the same kernel entry. The 16 tag bytes (ABI word and
+ * register) are left out of the byte counts, which are therefore what
+ * perf record would write. User stack walks are counted in the kernel by
+ * kprobe PMU counters on the workload (inherited by its threads): on
+ * perf_callchain_user() (the in-place walk) and unwind_user_walk() (the
+ * deferred one; a cache hit does not walk).
+ *
+ * A mode the kernel lacks prints status=unsupported with the errno.
+ */
+#include <asm/perf_regs.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <new>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "lib/features.h"
+#include "lib/perf_abi.h"
+#include "lib/perf_event.h"
+#include "lib/session.h"
+#include "lib/workload.h"
+
+namespace {
+
+constexpr uint64_t kTagMagic = 0xbe7cULL << 48;
+constexpr uint64_t kTagMask = 0xffffULL << 48;
+/* Tags of the entries around the loop: the wait for "go", the exit. */
+constexpr uint64_t kTagGo = kTagMagic | 0;
+constexpr uint64_t kTagEnd = kTagMagic | ((1ULL << 47) - 1);
+/* Deep enough for every workload's chain, in place and deferred. */
+constexpr int kMaxStack = 256;
+
+enum class Kind { Long, Short, Cpu, PerCpu };
+
+struct Workload {
+	const char *name;
+	Kind kind;
+	int depth;	   /* bench_recurse() frames above the loop */
+	size_t chunk;	   /* read size for the syscall workloads */
+	bool per_cpu;	   /* per-CPU events (perf record -a) */
+};
+
+struct Plan {
+	std::vector<Workload> workloads;
+	std::vector<int> ks;
+	int reps;
+	double seconds; /* wall time of one run without sampling */
+	uint64_t period_ns;
+};
+
+/* An 8 MiB read of /dev/zero takes ~2 ms under TCG: ~8 periods. */
+const Workload kLong = { "long", Kind::Long, 16, 8 << 20, false };
+const Workload kLongDeep = { "long-deep", Kind::Long, 128, 8 << 20, false };
+const Workload kShort = { "short", Kind::Short, 16, 4096, false };
+const Workload kCpu = { "cpu", Kind::Cpu, 16, 0, false };
+const Workload kCpuDeep = { "cpu-deep", Kind::Cpu, 128, 0, false };
+const Workload kPerCpu = { "percpu", Kind::PerCpu, 16, 8 << 20, true };
+
+Plan plan_for(const std::string &name)
+{
+	if (name == "quick")
+		return { { kLong, kLongDeep, kCpu, kPerCpu }, { 1, 4 }, 3, 0.15,
+			 250000 };
+	return { { kLong, kLongDeep, kShort, kCpu, kCpuDeep, kPerCpu },
+		 { 1, 2, 4, 8 }, 3, 0.3, 250000 };
+}
+
+const char *kModes[] = { "none", "inplace", "deferred" };
+
+/* ---- the workload (in the forked child) ---- */
+
+/* Shared with the parent through a MAP_SHARED page. */
+struct Shared {
+	std::atomic<int> go;	   /* futex: 0 wait, 1 run */
+	std::atomic<int> running;  /* futex: threads still in their loop */
+	std::atomic<int> waiting;  /* threads set up and waiting for go */
+	std::atomic<int> never;	   /* futex: stays 0, threads park on it */
+	std::atomic<uint64_t> entries_made; /* syscalls or loop iterations */
+	uint64_t wall_ns;
+	uint64_t iterations; /* per thread: syscalls or loop iterations */
+	size_t chunk;
+	int kind;
+	int depth;
+	int threads;
+};
+
+/* A system call with its kernel entry tagged t (in %r12). */
+static inline __attribute__((always_inline)) long
+tagged_syscall(long nr, long a, long b, long c, long d, uint64_t t)
+{
+	register uint64_t tag asm("r12") = t;
+	register long r10 asm("r10") = d;
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(tag)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+void futex_wait(std::atomic<int> *w, int val, uint64_t tag)
+{
+	tagged_syscall(SYS_futex, (long)w, FUTEX_WAIT, val, 0, tag);
+}
+
+void futex_wake(std::atomic<int> *w, uint64_t tag)
+{
+	tagged_syscall(SYS_futex, (long)w, FUTEX_WAKE, INT32_MAX, 0, tag);
+}
+
+/* What a thread's loop reads with, set up before "go". */
+thread_local char *buf;
+thread_local int zero_fd = -1;
+
+void prepare(Shared *sh)
+{
+	work::now_ns(); /* the vDSO's pages */
+	if (sh->kind == (int)Kind::Cpu)
+		return;
+	buf = (char *)mmap(nullptr, sh->chunk, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	zero_fd = open("/dev/zero", O_RDONLY);
+	if (buf == MAP_FAILED || zero_fd < 0)
+		_exit(3);
+}
+
+/*
+ * The loop of one thread: every kernel entry carries its own tag. A dry
+ * run (before go) only faults in the stack and the code the real one
+ * uses, so that no page fault enters the kernel during the run.
+ */
+__attribute__((noinline)) long bench_loop(Shared *sh, bool dry)
+{
+	uint64_t n = dry ? 0 : sh->iterations;
+
+	if (n == 0)
+		return 0;
+	if (sh->kind == (int)Kind::Cpu) {
+		register uint64_t tag asm("r12") = kTagMagic | 1;
+		uint64_t left = n;
+		__asm__ volatile("1: inc %0\n\tdec %1\n\tjnz 1b"
+				 : "+r"(tag), "+c"(left));
+		sh->entries_made += n;
+		return 0;
+	}
+	/*
+	 * Entry i is tagged 2i; right after it returns the tag becomes 2i+1,
+	 * so an interrupt of the user part of the loop is not taken for
+	 * the system call before it.
+	 */
+	for (uint64_t i = 1; i <= n; i++) {
+		register uint64_t tag asm("r12") = kTagMagic | (2 * i);
+		long ret;
+		__asm__ volatile("syscall\n\tinc %1"
+				 : "=a"(ret), "+r"(tag)
+				 : "a"(SYS_read), "D"(zero_fd), "S"(buf),
+				   "d"(sh->chunk)
+				 : "rcx", "r11", "memory");
+	}
+	sh->entries_made += n;
+	return 0;
+}
+
+/* depth frames of a known user stack, then the loop. */
+extern "C" __attribute__((noinline)) long bench_recurse(int depth, Shared *sh,
+						   bool dry)
+{
+	long r = depth > 1 ? bench_recurse(depth - 1, sh, dry) :
+			     bench_loop(sh, dry);
+	__asm__ volatile("" ::: "memory");
+	return r;
+}
+
+void *worker(void *arg)
+{
+	Shared *sh = (Shared *)arg;
+	prepare(sh);
+	bench_recurse(sh->depth, sh, true);
+	sh->waiting++;
+	while (sh->go.load() == 0)
+		futex_wait(&sh->go, 0, kTagGo);
+	bench_recurse(sh->depth, sh, false);
+	if (--sh->running == 0)
+		futex_wake(&sh->running, kTagEnd - 1);
+	for (;;) /* exit_group() of the main thread ends us */
+		futex_wait(&sh->never, 0, kTagEnd);
+	return nullptr;
+}
+
+/*
+ * The child: wait for the parent's "setup" byte (its counters are open
+ * then, so threads inherit them), start the threads, say "ready", wait
+ * for go, run, exit. Between go and exit every kernel entry is tagged.
+ */
+[[noreturn]] void child_main(Shared *sh, int setup_fd, int ready_fd)
+{
+	char c;
+	if (read(setup_fd, &c, 1) != 1)
+		_exit(3);
+	std::vector<pthread_t> th(sh->threads);
+	std::vector<int> cpus = session::online_cpus();
+	for (int i = 0; i < sh->threads; i++) {
+		pthread_attr_t a;
+		pthread_attr_init(&a);
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(cpus[i % cpus.size()], &set);
+		pthread_attr_setaffinity_np(&a, sizeof(set), &set);
+		if (pthread_create(&th[i], &a, worker, sh))
+			_exit(3);
+	}
+	if (!sh->threads) {
+		prepare(sh);
+		bench_recurse(sh->depth, sh, true);
+	}
+	while (sh->waiting.load() < sh->threads)
+		sched_yield(); /* before go: the events are still off */
+	if (write(ready_fd, "r", 1) != 1)
+		_exit(3);
+	while (sh->go.load() == 0)
+		futex_wait(&sh->go, 0, kTagGo);
+	uint64_t t0 = work::now_ns(); /* vDSO: no kernel entry */
+	if (sh->threads) {
+		int r;
+		uint64_t tag = kTagEnd - 2;
+		while ((r = sh->running.load()) != 0)
+			futex_wait(&sh->running, r, tag--);
+	} else {
+		bench_recurse(sh->depth, sh, false);
+	}
+	sh->wall_ns = work::now_ns() - t0;
+	tagged_syscall(SYS_exit_group, 0, 0, 0, 0, kTagEnd);
+	__builtin_unreachable();
+}
+
+/* ---- the parent ---- */
+
+struct Result {
+	std::string status = "ok", reason;
+	uint64_t wall_ns = 0, samples = 0, sample_bytes = 0, tag_bytes = 0;
+	uint64_t records = 0, record_bytes = 0, entries = 0, cookies = 0;
+	uint64_t untagged = 0, other_samples = 0, made = 0, lost = 0;
+	uint64_t unmatched = 0, orphan_records = 0, user_frames = 0;
+	uint64_t inplace_samples = 0; /* with a user chain walked in place */
+	/* Bytes those carry beyond the 16 of a deferred sample's marker. */
+	uint64_t inplace_excess = 0;
+	/* Tagged entries none of whose samples carries a cookie. */
+	uint64_t fallback_entries = 0;
+	int64_t walks_inplace = -1, walks_deferred = -1;
+	int receivers = 0, events = 0;
+};
+
+int kprobe_type()
+{
+	std::string t =
+		work::read_file("/sys/bus/event_source/devices/kprobe/type");
+	return t.empty() ? -1 : atoi(t.c_str());
+}
+
+/* A counter of the hits of func by pid and its future threads, or -errno. */
+int open_walk_counter(const char *func, pid_t pid)
+{
+	int type = kprobe_type();
+	if (type < 0)
+		return -ENOENT;
+	perf_event_attr a{};
+	a.size = sizeof(a);
+	a.type = type;
+	a.config1 = (uint64_t)(uintptr_t)func; /* kprobe_func */
+	a.inherit = 1;
+	return perf::open_event(&a, pid, -1);
+}
+
+int64_t read_counter(int fd)
+{
+	uint64_t v;
+	if (fd < 0 || read(fd, &v, sizeof(v)) != sizeof(v))
+		return -1;
+	return (int64_t)v;
+}
+
+perf_event_attr sampling_attr(const Plan &p, const std::string &mode,
+			      bool receiver)
+{
+	perf_event_attr a{};
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_CPU_CLOCK;
+	a.sample_period = p.period_ns;
+	/* perf record -g's fields, plus the tag register. */
+	a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP |
+			PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+			PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN |
+			PERF_SAMPLE_REGS_USER;
+	a.sample_regs_user = 1ULL << PERF_REG_X86_R12;
+	a.sample_max_stack = kMaxStack - 1;
+	a.sample_id_all = 1;
+	a.disabled = 1;
+	/* perf record's tracking event is its first one. */
+	a.comm = a.task = receiver;
+	a.exclude_callchain_user = mode == "none";
+	if (mode == "deferred") {
+		perf_abi::set_attr_bit(&a, perf_abi::kDeferCallchainBit);
+		if (receiver)
+			perf_abi::set_attr_bit(&a, perf_abi::kDeferOutputBit);
+	}
+	return a;
+}
+
+struct Key {
+	uint32_t tid;
+	uint64_t v;
+	bool operator<(const Key &o) const
+	{
+		return tid != o.tid ? tid < o.tid : v < o.v;
+	}
+};
+
+void account(const session::Session &s, pid_t pid, Result *res)
+{
+	std::set<Key> tags, cookies, records, deferred_tags, fallback_tags;
+	std::vector<uint64_t> frames;
+	for (size_t i = 0; i < s.size(); i++) {
+		const perf_event_attr &attr =
+			const_cast<session::Session &>(s).event(i).attr();
+		for (const perf::Record &r : s.records(i)) {
+			if (r.header.type == PERF_RECORD_SAMPLE) {
+				perf::Sample sm;
+				std::string err;
+				if (!perf::parse_sample(r, attr.sample_type, &sm,
+							&err)) {
+					res->status = "error";
+					res->reason = err;
+					return;
+				}
+				if ((pid_t)sm.sid.pid != pid) {
+					res->other_samples++;
+					continue;
+				}
+				res->samples++;
+				size_t tag = sm.regs_abi ? 16 : 8;
+				res->tag_bytes += tag;
+				res->sample_bytes += r.header.size - tag;
+				uint64_t t = sm.regs_user.empty() ? 0 :
+								    sm.regs_user[0];
+				bool tagged = (t & kTagMask) == kTagMagic;
+				if (tagged)
+					tags.insert({ sm.sid.tid, t });
+				else
+					res->untagged++;
+				perf::SplitChain c =
+					perf::split_callchain(sm.callchain);
+				if (c.deferred) {
+					cookies.insert({ sm.sid.tid, c.cookie });
+					if (tagged)
+						deferred_tags.insert({ sm.sid.tid, t });
+				}
+				if (c.has_user_ctx) {
+					frames.push_back(c.user.size());
+					res->inplace_samples++;
+					res->inplace_excess +=
+						8 * (1 + c.user.size()) - 16;
+					if (tagged)
+						fallback_tags.insert({ sm.sid.tid, t });
+				}
+			} else if (r.header.type ==
+				   perf_abi::kRecordCallchainDeferred) {
+				perf::DeferredCallchain d;
+				std::string err;
+				if (!perf::parse_deferred(r, attr.sample_type,
+							  attr.sample_id_all,
+							  &d, &err)) {
+					res->status = "error";
+					res->reason = err;
+					return;
+				}
+				if ((pid_t)d.sid.pid != pid)
+					continue;
+				res->records++;
+				res->record_bytes += r.header.size;
+				records.insert({ d.sid.tid, d.cookie });
+				frames.push_back(d.ips.size());
+			}
+		}
+	}
+	res->entries = tags.size();
+	for (const Key &k : fallback_tags)
+		res->fallback_entries += !deferred_tags.count(k);
+	res->cookies = cookies.size();
+	for (const Key &k : cookies)
+		res->unmatched += !records.count(k);
+	for (const Key &k : records)
+		res->orphan_records += !cookies.count(k);
+	if (!frames.empty()) {
+		std::sort(frames.begin(), frames.end());
+		res->user_frames = frames[frames.size() / 2];
+	}
+}
+
+Result run_one(const Plan &p, const Workload &w, int k,
+	       const std::string &mode, uint64_t iterations)
+{
+	Result res;
+	Shared *sh = (Shared *)mmap(nullptr, sizeof(Shared),
+				    PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	new (sh) Shared();
+	sh->kind = (int)w.kind;
+	sh->depth = w.depth;
+	sh->chunk = w.chunk;
+	sh->iterations = iterations;
+	int ncpu = session::online_cpus().size();
+	sh->threads = w.per_cpu ? 2 * ncpu : 0;
+	sh->running = sh->threads;
+
+	int setup[2], ready[2];
+	if (pipe(setup) || pipe(ready)) {
+		res.status = "error";
+		res.reason = "pipe";
+		return res;
+	}
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(setup[1]);
+		close(ready[0]);
+		child_main(sh, setup[0], ready[1]);
+	}
+	close(setup[0]);
+	close(ready[1]);
+
+	int walk_in = open_walk_counter("perf_callchain_user", pid);
+	int walk_def = open_walk_counter("unwind_user_walk", pid);
+	session::Session s;
+	std::vector<int> cpus = w.per_cpu ? session::online_cpus() :
+					    std::vector<int>{ -1 };
+	int err = 0;
+	for (int cpu : cpus)
+		for (int i = 0; i < k && !err; i++) {
+			perf_event_attr a = sampling_attr(p, mode, i == 0);
+			/* 2 MiB each, drained every 20 ms: nothing lost. */
+			err = s.open_attr(a, w.per_cpu ? -1 : pid, cpu, 512);
+			res.events += !err;
+			res.receivers += !err && i == 0 && mode == "deferred";
+		}
+	char c = 's';
+	if (err || write(setup[1], &c, 1) != 1 || read(ready[0], &c, 1) != 1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, nullptr, 0);
+		res.status = err == -EINVAL && mode == "deferred" ?
+				     "unsupported" : "error";
+		res.reason = err ? strerror(-err) : "child setup";
+	} else {
+		s.enable();
+		sh->go = 1;
+		futex_wake(&sh->go, 0);
+		int st = 0;
+		while (waitpid(pid, &st, WNOHANG) == 0) {
+			s.drain();
+			usleep(20000);
+		}
+		s.disable();
+		s.drain();
+		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+			res.status = "error";
+			res.reason = "workload exit status " + std::to_string(st);
+		}
+		res.walks_inplace = read_counter(walk_in);
+		res.walks_deferred = read_counter(walk_def);
+		res.wall_ns = sh->wall_ns;
+		res.made = sh->entries_made;
+		res.lost = s.lost();
+		if (res.status == "ok")
+			account(s, pid, &res);
+	}
+	if (walk_in >= 0)
+		close(walk_in);
+	if (walk_def >= 0)
+		close(walk_def);
+	close(setup[1]);
+	close(ready[0]);
+	munmap(sh, sizeof(Shared));
+	return res;
+}
+
+/*
+ * Iterations (per thread) for about p.seconds of wall time without any
+ * event: timed on a short run, scaled.
+ */
+uint64_t calibrate(const Plan &p, const Workload &w)
+{
+	uint64_t n = w.kind == Kind::Cpu ? 1000000 : w.chunk >= (1 << 20) ? 8 : 200;
+	for (;;) {
+		Result r = run_one(p, w, 0, "none", n);
+		if (r.status != "ok")
+			return n;
+		if (r.wall_ns > 20000000 || n > (1ULL << 40)) {
+			double scale = p.seconds * 1e9 / r.wall_ns;
+			return std::max<uint64_t>(1, n * scale);
+		}
+		n *= 4;
+	}
+}
+
+void print_run(const Workload &w, int k, const std::string &mode, int rep,
+	       const Result &r)
+{
+	printf("bench-run workload=%s depth=%d k=%d events=%s mode=%s rep=%d "
+	       "status=%s",
+	       w.name, w.depth, k, w.per_cpu ? "cpu" : "task", mode.c_str(),
+	       rep, r.status.c_str());
+	if (r.status != "ok") {
+		std::string why = r.reason;
+		std::replace(why.begin(), why.end(), ' ', '_');
+		printf(" reason=%s\n", why.c_str());
+		fflush(stdout);
+		return;
+	}
+	printf(" wall_ns=%llu made=%llu samples=%llu sample_bytes=%llu "
+	       "tag_bytes=%llu records=%llu record_bytes=%llu entries=%llu "
+	       "cookies=%llu unmatched=%llu orphan_records=%llu untagged=%llu "
+	       "other_samples=%llu lost=%llu walks_inplace=%lld "
+	       "walks_deferred=%lld receivers=%d nevents=%d user_frames=%llu "
+	       "inplace_samples=%llu inplace_excess=%llu fallback_entries=%llu\n",
+	       (unsigned long long)r.wall_ns, (unsigned long long)r.made,
+	       (unsigned long long)r.samples,
+	       (unsigned long long)r.sample_bytes,
+	       (unsigned long long)r.tag_bytes, (unsigned long long)r.records,
+	       (unsigned long long)r.record_bytes,
+	       (unsigned long long)r.entries, (unsigned long long)r.cookies,
+	       (unsigned long long)r.unmatched,
+	       (unsigned long long)r.orphan_records,
+	       (unsigned long long)r.untagged,
+	       (unsigned long long)r.other_samples,
+	       (unsigned long long)r.lost, (long long)r.walks_inplace,
+	       (long long)r.walks_deferred, r.receivers, r.events,
+	       (unsigned long long)r.user_frames,
+	       (unsigned long long)r.inplace_samples,
+	       (unsigned long long)r.inplace_excess,
+	       (unsigned long long)r.fallback_entries);
+	fflush(stdout);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	std::string plan_name = "full";
+	for (int i = 1; i < argc; i++) {
+		std::string a = argv[i];
+		if (a.rfind("--plan=", 0) == 0)
+			plan_name = a.substr(7);
+	}
+	Plan p = plan_for(plan_name);
+	setvbuf(stdout, nullptr, _IOLBF, 0);
+	struct utsname u;
+	uname(&u);
+	std::string ks;
+	for (int k : p.ks)
+		ks += (ks.empty() ? "" : ",") + std::to_string(k);
+	printf("bench-start kernel=%s cpus=%zu plan=%s workloads=%zu k=%s "
+	       "reps=%d period_ns=%llu seconds=%.2f\n",
+	       u.release, session::online_cpus().size(), plan_name.c_str(),
+	       p.workloads.size(), ks.c_str(), p.reps,
+	       (unsigned long long)p.period_ns, p.seconds);
+	/* The in-place chain of the deep workloads must not be cut. */
+	if (!work::write_file("/proc/sys/kernel/perf_event_max_stack",
+			      std::to_string(kMaxStack)))
+		printf("# bench: could not raise perf_event_max_stack to %d\n",
+		       kMaxStack);
+	std::string why;
+	bool defer = features::defer_callchain(&why);
+	printf("bench-feature defer_callchain=%s%s%s\n",
+	       defer ? "yes" : "no", defer ? "" : " reason=",
+	       defer ? "" : why.c_str());
+	for (const char *f : { "perf_callchain_user", "unwind_user_walk" }) {
+		int fd = open_walk_counter(f, getpid());
+		printf("bench-counter func=%s status=%s\n", f,
+		       fd >= 0 ? "ok" : strerror(-fd));
+		if (fd >= 0)
+			close(fd);
+	}
+	std::map<std::string, uint64_t> iters;
+	for (const Workload &w : p.workloads) {
+		iters[w.name] = calibrate(p, w);
+		printf("bench-workload name=%s depth=%d events=%s iterations=%llu "
+		       "chunk=%zu threads=%d\n",
+		       w.name, w.depth, w.per_cpu ? "cpu" : "task",
+		       (unsigned long long)iters[w.name], w.chunk,
+		       w.per_cpu ? 2 * (int)session::online_cpus().size() : 1);
+	}
+	/* Repetitions outermost, modes innermost: drift hits all alike. */
+	int failed = 0, runs = 0;
+	for (int rep = 1; rep <= p.reps; rep++)
+		for (const Workload &w : p.workloads)
+			for (int k : p.ks)
+				for (const char *mode : kModes) {
+					Result r = run_one(p, w, k, mode,
+							   iters[w.name]);
+					print_run(w, k, mode, rep, r);
+					runs++;
+					failed += r.status == "error";
+				}
+	printf("bench-end runs=%d errors=%d\n", runs, failed);
+	return failed ? 1 : 0;
+}
