@@ -52,6 +52,10 @@ PERF_SRC   := $(abspath $(PERF_TREE))
 PERF_OUT   := $(BUILD)/out/$(if $(filter $(BUILD)/linux,$(PERF_SRC)),linux,$(notdir $(PERF_SRC))-$(shell echo $(PERF_SRC) | md5sum | cut -c1-6))/perf
 endif
 RUN_DIR    := $(OUT)/vmtest-$(CONFIG)
+# make bench: BENCH=quick|full, in a guest with one vCPU per host core
+# (SMP= overrides): timed runs under TCG do not share a core.
+BENCH      ?= full
+BENCH_SMP  := $(if $(filter command line,$(origin SMP)),$(SMP),$(shell nproc))
 # ACCEL=kvm|tcg forces QEMU's accelerator; by default KVM is used only when
 # a short probe boot shows that it works (qemu/accel.py).
 export ACCEL
@@ -61,7 +65,7 @@ export EXPECT_FEATURE
 
 .PHONY: help deps tree apply export kernel selftests perf initramfs vmtest \
 	verdict vmtest-debug test checkpatch apply-fresh bisect-build check \
-	kunit clean kernel-doc sparse submit-check send
+	kunit clean kernel-doc sparse submit-check send bench
 
 help: ## list the targets
 	@echo "usage: make TARGET [KERNEL=DIR] [CONFIG=normal|debug] [FILTER=gtest-filter] [PERF_TREE=DIR]"
@@ -101,6 +105,9 @@ vmtest: kernel initramfs ## boot the guest, run KUnit + selftests, print the ver
 
 verdict: ## judge a saved run again without booting: make verdict RUN=DIR
 	@bash ci/verdict.sh "$(RUN)"
+
+bench: kernel initramfs ## what deferral saves and costs, one guest run: table, CSV/JSON, plot (BENCH=quick|full)
+	@bash ci/bench.sh "$(KOBJ)" "$(INITRD)" "$(OUT)/bench" "$(BENCH_SMP)" "$(BENCH)"
 
 vmtest-debug: ## make vmtest on the debug kernel (KASAN, lockdep, atomic sleep)
 	@$(MAKE) --no-print-directory vmtest CONFIG=debug

@@ -15,6 +15,8 @@ PKGS=(
 	cmake g++ g++-multilib libgtest-dev
 	# host runner and the harness's own tests (Debian's, not PyPI's)
 	python3 python3-pytest
+	# make bench's plot
+	python3-matplotlib
 	# checkpatch's SPDX check (scripts/spdxcheck.py)
 	python3-ply python3-git
 	# make sparse

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# usage: bench.sh KOBJ INITRD OUT_DIR SMP PLAN
+#
+# make bench: boot the guest once running only selftests/bench with PLAN
+# (quick or full; qemu/init's vmtest.bench=), under the build lock so
+# that no build shares the two cores with the timed runs, then judge,
+# tabulate and plot it (ci/bench.py). Exit: 0 a whole run, 1 a broken
+# run or deferral over its limits, 2 usage.
+. "$(dirname "$0")/lib.sh"
+
+[ $# -eq 5 ] || die "usage: bench.sh KOBJ INITRD OUT_DIR SMP PLAN"
+kobj=$1 initrd=$2 dir=$3 smp=$4 plan=$5
+case $plan in
+quick) timeout=600 ;;
+full) timeout=1800 ;;
+*) die "BENCH=$plan: use BENCH=quick or BENCH=full" ;;
+esac
+rm -rf "$dir"
+mkdir -p "$dir"
+cp "$kobj/.config" "$dir/kernel.config"
+t0=$SECONDS
+VMTEST_PROBE_CACHE=$BUILD/kvm-probe.json with_build_lock /usr/bin/python3 "$ROOT/qemu/vm.py" \
+	--kernel "$kobj/$(arch KERNEL_IMAGE)" --initrd "$initrd" --out "$dir" \
+	--smp "$smp" --timeout "$timeout" --bench "$plan"
+log "bench: guest run $((SECONDS - t0)) s (lock wait included)"
+exec /usr/bin/python3 "$ROOT/ci/bench.py" "$dir"
