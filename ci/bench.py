@@ -162,7 +162,8 @@ def derived(r):
         # The bytes per sample without what the fallback samples' user
         # chains add beyond a deferred sample's marker and cookie.
         "bytes_nofallback": (r["sample_bytes"] + r["record_bytes"] -
-                             r.get("inplace_excess", 0)) / s,
+                             (r.get("inplace_excess", 0)
+                              if r["mode"] == "deferred" else 0)) / s,
         "record_size": r["record_bytes"] / r["records"] if r["records"]
         else 0.0,
         "samples_per_entry": r["samples"] / e,
@@ -231,10 +232,22 @@ def aggregate(parsed):
                 m["overhead"] = m["wall_ms"] / base["wall_ms"]
         d = row["deferred"]
         if d["status"] == "ok" and base["status"] == "ok":
-            d["floor"] = (base["bytes"] + MARKER_BYTES +
-                          d["record_size"] / d["samples_per_entry"])
-            d["floor_dev"] = d["bytes"] / d["floor"] - 1
-            d["floor_dev_nofallback"] = d["bytes_nofallback"] / d["floor"] - 1
+            # The floor of each deferred run, from its own samples per
+            # entry and record size and none's median bytes; the medians
+            # of the runs' floors and of their distances to them.
+            floors, dev, dev_nofb = [], [], []
+            for r in g["modes"]["deferred"]:
+                if r["status"] != "ok":
+                    continue
+                x = derived(r)
+                f = (base["bytes"] + MARKER_BYTES + x["record_size"] /
+                     max(x["samples_per_entry"], 1e-9))
+                floors.append(f)
+                dev.append(x["bytes"] / f - 1)
+                dev_nofb.append(x["bytes_nofallback"] / f - 1)
+            d["floor"] = median(floors)
+            d["floor_dev"] = median(dev)
+            d["floor_dev_nofallback"] = median(dev_nofb)
         rows.append(row)
     return rows
 
@@ -262,7 +275,7 @@ def fmt(v, spec, width):
     return format(v, spec).rjust(width)
 
 
-HEADER = ("workload   depth ev   K | bytes/sample: none inplace deferred"
+HEADER = ("workload   depth ev   K | bytes/sample: none inplace    deferred"
           "  floor    dev  -fb | smp/ent rec/ent |  walks/entry: inpl  defer"
           "  fallbk | overhead: inpl defer | none ms")
 
@@ -276,7 +289,7 @@ def table(rows):
         cells = [f"{row['workload']:<10} {row['depth']:>5} "
                  f"{row['events']:<4} {row['k']:>1} |"]
         cells.append(" " * 13)
-        for m, w in ((n, 5), (i, 8), (d, 9)):
+        for m, w in ((n, 5), (i, 8), (d, 12)):
             cells.append(fmt(m.get("bytes"), ".0f", w) if m["status"] == "ok"
                          else m["status"][:w].rjust(w))
         if ok[2] and "floor" in d:
