@@ -7,7 +7,9 @@
  * On a kernel with deferred callchains, 'perf script' and 'perf report'
  * must show merged stacks (the kernel frames, then ks_inner, ks_middle,
  * ks_outer), and --no-merge-callchains must show the
- * PERF_RECORD_CALLCHAIN_DEFERRED records on their own.  On a kernel
+ * PERF_RECORD_CALLCHAIN_DEFERRED records on their own, as upstream perf
+ * prints them ("DEFERRED CALLCHAIN [cookie: <hex>]"), and the samples
+ * ending with their cookie.  On a kernel
  * without them, perf must fall back to classic frame pointer chains and
  * still exit 0.  Everything skips when /bin/perf is not there.
  */
@@ -186,6 +188,38 @@ bool has_known_user_stack(const Sample &s)
 	return i >= 0 && m > i && o > m && !s.frames[i].kernel();
 }
 
+/*
+ * A sample whose deferred user part was not merged into it ends with its
+ * cookie, shown as an unresolved user frame (as upstream perf shows it),
+ * right after its kernel frames (or alone, for a sample taken in user
+ * mode).
+ */
+bool ends_with_cookie(const Sample &s)
+{
+	if (s.frames.empty())
+		return false;
+	const Frame &last = s.frames.back();
+	if (last.kernel() || last.sym != "[unknown]" ||
+	    last.dso.find("[unknown]") == std::string::npos)
+		return false;
+	return std::all_of(s.frames.begin(), s.frames.end() - 1,
+			   [](const Frame &f) { return f.kernel(); });
+}
+
+/* User frames of a sample, not counting the cookie of an unmerged one. */
+int user_frames(const Sample &s)
+{
+	int user = std::count_if(s.frames.begin(), s.frames.end(),
+				 [](const Frame &f) { return !f.kernel(); });
+	return ends_with_cookie(s) ? user - 1 : user;
+}
+
+/* The "DEFERRED CALLCHAIN [cookie: <hex>]" line of a record. */
+bool is_deferred_record(const Sample &s)
+{
+	return s.header.find("DEFERRED CALLCHAIN [cookie: ") != std::string::npos;
+}
+
 /* Kernel frames first, then user frames only, with the known stack. */
 bool is_merged_stack(const Sample &s)
 {
@@ -273,13 +307,14 @@ void expect_merged_script(const char *helper, const char *tag)
 	int merged = 0, kernel_only = 0;
 	const Sample *first = nullptr;
 	for (const auto &s : samples) {
-		if (s.header.find("PERF_RECORD_CALLCHAIN_DEFERRED") != std::string::npos)
+		if (is_deferred_record(s))
 			ADD_FAILURE() << "deferred record shown while merging: " << s.header;
 		if (is_merged_stack(s)) {
 			merged++;
 			if (!first)
 				first = &s;
-		} else if (!s.frames.empty() && s.frames.back().kernel()) {
+		} else if (!s.frames.empty() &&
+			   (s.frames.back().kernel() || ends_with_cookie(s))) {
 			kernel_only++;
 		}
 	}
@@ -324,11 +359,11 @@ TEST(PerfTool, NoMergeShowsDeferredRecords)
 		return;
 	auto samples = script(data, false, &res);
 	int records = 0, known = 0, kernel_samples = 0, user_in_samples = 0;
-	int fallback = 0;
+	int fallback = 0, with_cookie = 0;
 	std::string odd;
 	const Sample *first = nullptr;
 	for (const auto &s : samples) {
-		if (s.header.find("PERF_RECORD_CALLCHAIN_DEFERRED") != std::string::npos) {
+		if (is_deferred_record(s)) {
 			records++;
 			for (const auto &f : s.frames)
 				EXPECT_LT(f.addr, perf_abi::kUserLimit)
@@ -343,13 +378,12 @@ TEST(PerfTool, NoMergeShowsDeferredRecords)
 		}
 		if (!s.frames.empty() && s.frames[0].kernel()) {
 			kernel_samples++;
-			int user = 0;
+			with_cookie += ends_with_cookie(s);
+			int user = user_frames(s);
 			bool exiting = false;
-			for (const auto &f : s.frames) {
-				user += !f.kernel();
+			for (const auto &f : s.frames)
 				exiting |= f.kernel() &&
 					   f.sym.find("exit") != std::string::npos;
-			}
 			/*
 			 * A task that is exiting does not go back to user
 			 * space: its samples keep the in-place user chain
@@ -362,12 +396,14 @@ TEST(PerfTool, NoMergeShowsDeferredRecords)
 		}
 	}
 	printf("# %d deferred records (%d with ks_inner/ks_middle/ks_outer), "
-	       "%d kernel samples (%d of them in exit with the in-place "
-	       "user chain)\n", records, known, kernel_samples, fallback);
+	       "%d kernel samples (%d ending with their cookie, %d in exit "
+	       "with the in-place user chain)\n", records, known,
+	       kernel_samples, with_cookie, fallback);
 	ASSERT_NE(first, nullptr) << "no PERF_RECORD_CALLCHAIN_DEFERRED with the "
 				     "known stack:\n" << res.out.substr(0, 3000);
 	print_sample(*first);
 	EXPECT_GT(kernel_samples, 0);
+	EXPECT_GT(with_cookie, 0) << "no sample ends with its cookie";
 	/* Unmerged, the samples themselves have no user frames. */
 	EXPECT_EQ(user_in_samples, 0)
 		<< "samples outside exit with user frames, the first: " << odd;
@@ -401,8 +437,7 @@ TEST(PerfTool, SamplesWithoutTheirRecordAreKeptAndCounted)
 	std::map<std::string, int> kernel_only;
 	std::map<std::string, const Sample *> first_of;
 	for (const auto &s : samples) {
-		if (std::any_of(s.frames.begin(), s.frames.end(),
-				[](const auto &f) { return !f.kernel(); }))
+		if (user_frames(s))
 			continue;
 		std::istringstream h(s.header.substr(0, s.header.find(" cpu-clock")));
 		std::string tid;
@@ -434,11 +469,9 @@ TEST(PerfTool, SamplesWithoutTheirRecordAreKeptAndCounted)
 		 * outside the helper (not merged with its known stack). */
 		int odd = 0;
 		for (const auto &s : samples) {
-			bool user = false, helper = false;
-			for (const Frame &f : s.frames) {
-				user |= !f.kernel();
+			bool user = user_frames(s) > 0, helper = false;
+			for (const Frame &f : s.frames)
 				helper |= f.dso.find(kHelper) != std::string::npos;
-			}
 			if (user && !helper && odd++ < 3)
 				print_sample(s);
 		}
