@@ -98,7 +98,8 @@ perf: deps $(TREE_DEP) ## build tools/perf of the tree statically for the guest
 	@bash ci/build-perf.sh "$(PERF_SRC)" "$(PERF_OUT)"
 
 initramfs: selftests perf $(TREE_DEP) ## pack busybox, qemu/init, perf and the selftests
-	@PERF_BIN="$(PERF_OUT)/perf" bash qemu/mkinitramfs.sh $(INITRD) $(ST_INSTALL) $(KSRC)
+	@PERF_BIN="$(PERF_OUT)/perf" PERF_SHELL="$(PERF_SRC)/tools/perf/tests/shell" \
+		bash qemu/mkinitramfs.sh $(INITRD) $(ST_INSTALL) $(KSRC)
 
 vmtest: kernel initramfs ## boot the guest, run KUnit + selftests, print the verdict
 	@bash ci/vmtest.sh "$(KOBJ)" "$(INITRD)" "$(RUN_DIR)" "$(SMP)" "$(VM_TIMEOUT)" "$(FILTER)"
