@@ -1,0 +1,182 @@
+"""Crafted perf.data files for the host tests of the series' perf tools.
+
+A perf.data file (tools/perf/util/header.c) is a perf_file_header, the
+event attributes (each followed by the section of its sample ids), the data
+section with the records, and one section table entry per feature bit set
+in the header followed by the features' contents.  This module writes small
+files of that format from Python, so the tests can feed perf what a real
+recording holds (samples with deferred callchains, their
+PERF_RECORD_CALLCHAIN_DEFERRED records) and what a hostile or newer one
+holds (records cut short, a larger perf_event_attr, feature bits this perf
+does not know) without a kernel that records them.
+"""
+import struct
+
+MAGIC = b"PERFILE2"
+FILE_HEADER_SIZE = 104
+ATTR_SIZE_612 = 136  # PERF_ATTR_SIZE_VER8, sizeof(perf_event_attr) in 6.12
+
+PERF_TYPE_SOFTWARE = 1
+PERF_COUNT_SW_CPU_CLOCK = 0
+
+SAMPLE_IP = 1 << 0
+SAMPLE_TID = 1 << 1
+SAMPLE_TIME = 1 << 2
+SAMPLE_CALLCHAIN = 1 << 5
+SAMPLE_PERIOD = 1 << 8
+
+RECORD_MMAP = 1
+RECORD_EXIT = 4
+RECORD_COMM = 3
+RECORD_FORK = 7
+RECORD_SAMPLE = 9
+RECORD_CALLCHAIN_DEFERRED = 22
+RECORD_FINISHED_ROUND = 68
+
+MISC_KERNEL = 1
+MISC_USER = 2
+
+CONTEXT_KERNEL = (1 << 64) - 128
+CONTEXT_USER = (1 << 64) - 512
+CONTEXT_USER_DEFERRED = (1 << 64) - 640
+
+# attr flag bits (the bitfield word after read_format)
+ATTR_DISABLED = 1 << 0
+ATTR_FREQ = 1 << 10
+ATTR_SAMPLE_ID_ALL = 1 << 18
+ATTR_DEFER_CALLCHAIN = 1 << 38
+ATTR_DEFER_OUTPUT = 1 << 39
+
+SAMPLE_TYPE = SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | SAMPLE_PERIOD | SAMPLE_CALLCHAIN
+
+
+def attr(size=ATTR_SIZE_612, flags=ATTR_SAMPLE_ID_ALL | ATTR_DEFER_CALLCHAIN |
+         ATTR_DEFER_OUTPUT, sample_type=SAMPLE_TYPE, extra=b""):
+    """A cpu-clock perf_event_attr of SIZE bytes; EXTRA fills the bytes
+    past 6.12's end (zero by default)."""
+    head = struct.pack("<IIQQQQQ", PERF_TYPE_SOFTWARE, size,
+                       PERF_COUNT_SW_CPU_CLOCK, 4000, sample_type, 0, flags)
+    body = head.ljust(ATTR_SIZE_612, b"\0")
+    tail = extra.ljust(size - ATTR_SIZE_612, b"\0") if size > ATTR_SIZE_612 else b""
+    return (body + tail)[:size]
+
+
+def _record(rtype, misc, body):
+    size = 8 + len(body)
+    return struct.pack("<IHH", rtype, misc, size) + body
+
+
+def id_trailer(pid, tid, time):
+    """sample_id_all trailer for SAMPLE_TYPE: TID, TIME."""
+    return struct.pack("<IIQ", pid, tid, time)
+
+
+def comm(pid, tid, name, time):
+    name = name.encode()[:15] + b"\0"
+    name = name.ljust((len(name) + 7) // 8 * 8, b"\0")
+    return _record(RECORD_COMM, 0, struct.pack("<II", pid, tid) + name +
+                   id_trailer(pid, tid, time))
+
+
+def fork(pid, tid, ppid, ptid, time):
+    return _record(RECORD_FORK, 0, struct.pack("<IIIIQ", pid, ppid, tid, ptid, time) +
+                   id_trailer(pid, tid, time))
+
+
+def exit_(pid, tid, time):
+    return _record(RECORD_EXIT, 0, struct.pack("<IIIIQ", pid, pid, tid, tid, time) +
+                   id_trailer(pid, tid, time))
+
+
+def sample(pid, tid, time, chain, ip=None, misc=MISC_KERNEL):
+    ip = chain[1] if ip is None else ip
+    body = struct.pack("<QIIQQQ", ip, pid, tid, time, 1000000, len(chain))
+    body += struct.pack("<%dQ" % len(chain), *chain)
+    return _record(RECORD_SAMPLE, misc, body)
+
+
+def deferred_sample(pid, tid, time, kernel_ips, cookie):
+    return sample(pid, tid, time,
+                  [CONTEXT_KERNEL] + list(kernel_ips) + [CONTEXT_USER_DEFERRED, cookie])
+
+
+def callchain_deferred(pid, tid, time, cookie, user_ips, size=None):
+    """A PERF_RECORD_CALLCHAIN_DEFERRED; SIZE cuts it (a hostile record)."""
+    body = struct.pack("<QQ", cookie, len(user_ips))
+    body += struct.pack("<%dQ" % len(user_ips), *user_ips)
+    body += id_trailer(pid, tid, time)
+    rec = _record(RECORD_CALLCHAIN_DEFERRED, MISC_USER, body)
+    if size is not None:
+        rec = struct.pack("<IHH", RECORD_CALLCHAIN_DEFERRED, MISC_USER, size) + rec[8:size]
+    return rec
+
+
+def finished_round():
+    return _record(RECORD_FINISHED_ROUND, 0, b"")
+
+
+def write(path, records, attrs=None, features=()):
+    """Write a perf.data file: ATTRS (default one attr()), the RECORDS
+    (bytes each) and the feature bits FEATURES, each with an empty
+    section."""
+    attrs = attrs or [attr()]
+    attr_size = len(attrs[0]) + 16
+    data = b"".join(records)
+    attrs_off = FILE_HEADER_SIZE
+    attrs_len = attr_size * len(attrs)
+    data_off = attrs_off + attrs_len
+    bitmap = 0
+    for f in features:
+        bitmap |= 1 << f
+    header = MAGIC + struct.pack("<QQ", FILE_HEADER_SIZE, attr_size)
+    header += struct.pack("<QQQQQQ", attrs_off, attrs_len, data_off, len(data), 0, 0)
+    header += bitmap.to_bytes(32, "little")
+    assert len(header) == FILE_HEADER_SIZE
+    # No sample ids: with one attr every record is of that event.
+    body = b"".join(a + struct.pack("<QQ", 0, 0) for a in attrs)
+    # The feature section table, one empty section per feature bit.
+    feat_off = data_off + len(data) + 16 * len(features)
+    table = b"".join(struct.pack("<QQ", feat_off, 0) for _ in sorted(features))
+    with open(path, "wb") as f:
+        f.write(header + body + data + table)
+
+
+# Kernel and user addresses of the crafted stacks: no symbols resolve them,
+# the tests look at the addresses perf prints.
+KERNEL_IPS = [0xffffffff81000100, 0xffffffff81000200]
+USER_IPS = [0x401000, 0x401100, 0x401200]
+
+
+def deferred_recording(path, threads=1, entries=1, samples_per_entry=2,
+                       round_every=0, exit_threads=False, lose_every=0,
+                       **kw):
+    """A recording of THREADS threads, each making ENTRIES kernel entries
+    with SAMPLES_PER_ENTRY samples deferred and then the entry's record
+    (cookie = entry << 12 | thread).  Every LOSE_EVERY-th record is left
+    out (a lost record); EXIT_THREADS ends each thread with an EXIT."""
+    recs = []
+    t = 1000
+    n = 0
+    for th in range(threads):
+        pid = 100 + th
+        recs.append(comm(pid, pid, "t%d" % th, t))
+        t += 1
+    for e in range(entries):
+        for th in range(threads):
+            pid = 100 + th
+            cookie = (e + 1) << 12 | (th + 1)
+            for _ in range(samples_per_entry):
+                recs.append(deferred_sample(pid, pid, t, KERNEL_IPS, cookie))
+                t += 1
+            n += 1
+            if not (lose_every and n % lose_every == 0):
+                recs.append(callchain_deferred(pid, pid, t, cookie, USER_IPS))
+            t += 1
+            if round_every and n % round_every == 0:
+                recs.append(finished_round())
+    if exit_threads:
+        for th in range(threads):
+            pid = 100 + th
+            recs.append(exit_(pid, pid, t))
+            t += 1
+    write(path, recs, **kw)

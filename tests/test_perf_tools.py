@@ -1,0 +1,208 @@
+"""The series' perf tools on crafted perf.data files (tests/perfdata.py):
+what needs no guest.  The text deferred callchains print as (the same as
+upstream perf prints, which scripts parse), hostile records rejected with
+their offset, samples whose record never came, held samples released per
+thread, and files written by a newer perf.
+
+perf is the guest's static perf, which runs on the host too
+($VMTEST_PERF, or build/out/linux/perf/perf after 'make perf'); without
+one the tests skip.
+"""
+import os
+import re
+import subprocess
+
+import pytest
+
+import perfdata as pd
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PERF = os.environ.get("VMTEST_PERF") or os.path.join(ROOT, "build", "out", "linux", "perf", "perf")
+
+pytestmark = pytest.mark.skipif(not os.access(PERF, os.X_OK),
+                                reason=f"no perf built ({PERF}): run 'make perf'")
+
+
+def perf(*args, check=True):
+    r = subprocess.run([PERF, *args], capture_output=True, text=True,
+                       env={**os.environ, "PERF_PAGER": "cat", "HOME": "/nonexistent"},
+                       timeout=120)
+    assert r.returncode >= 0, \
+        f"perf {' '.join(args)} killed by signal {-r.returncode}:\n{r.stderr}"
+    if check:
+        assert r.returncode == 0, f"perf {' '.join(args)}: exit {r.returncode}\n{r.stderr}"
+    return r
+
+
+@pytest.fixture
+def basic(tmp_path):
+    path = str(tmp_path / "basic.data")
+    pd.deferred_recording(path, threads=2, entries=2)
+    return path
+
+
+def blocks(text):
+    """perf script output: one list of lines per sample or record."""
+    return [b.splitlines() for b in text.strip().split("\n\n") if b.strip()]
+
+
+def test_merged_by_default(basic):
+    out = perf("script", "-i", basic, "-F", "tid,ip").stdout
+    for b in blocks(out):
+        ips = [int(x.split()[0], 16) for x in b[1:]]
+        assert ips == pd.KERNEL_IPS + pd.USER_IPS, b
+
+
+def test_no_merge_prints_records_as_upstream(basic):
+    out = perf("script", "-i", basic, "-F", "tid,ip", "--no-merge-callchains").stdout
+    recs = [b for b in blocks(out) if "DEFERRED CALLCHAIN" in b[0]]
+    samples = [b for b in blocks(out) if "DEFERRED CALLCHAIN" not in b[0]]
+    assert len(recs) == 4 and len(samples) == 8
+    assert re.fullmatch(r"\s*100 DEFERRED CALLCHAIN \[cookie: 1001\]", recs[0][0]), recs[0]
+    assert [int(x.split()[0], 16) for x in recs[0][1:]] == pd.USER_IPS
+    # An unmerged sample ends with its cookie where its user part would be.
+    assert [int(x.split()[0], 16) for x in samples[0][1:]] == pd.KERNEL_IPS + [0x1001]
+
+
+@pytest.mark.parametrize("tool", ["script", "report"])
+def test_raw_dump_as_upstream(basic, tool):
+    out = perf(tool, "-D", "-i", basic).stdout
+    assert re.search(r"^\d+ 0x[0-9a-f]+ \[0x40\]: PERF_RECORD_CALLCHAIN_DEFERRED"
+                     r"\(IP, 0x2\): 100/100: 0x1001$", out, re.M), out[:3000]
+    assert re.search(r"^\.\.\.\.\.  3: fffffffffffffd80 \(PERF_CONTEXT_USER_DEFERRED\)$",
+                     out, re.M), out[:3000]
+    # The record's addresses follow it.
+    at = out.index("PERF_RECORD_CALLCHAIN_DEFERRED(IP")
+    assert ".....  0: 0000000000401000\n" in out[at:at + 300]
+
+
+def hostile(tmp_path, size=None, nr=None):
+    recs = [pd.comm(100, 100, "t0", 1),
+            pd.deferred_sample(100, 100, 5, pd.KERNEL_IPS, 0x1001)]
+    rec = pd.callchain_deferred(100, 100, 6, 0x1001, pd.USER_IPS, size=size)
+    if nr is not None:
+        rec = rec[:16] + nr.to_bytes(8, "little") + rec[24:]
+    recs.append(rec)
+    path = str(tmp_path / "hostile.data")
+    pd.write(path, recs)
+    return path, 104 + 152 + sum(len(r) for r in recs[:2])
+
+
+@pytest.mark.parametrize("size,nr", [(8, None), (16, None), (20, None), (24, None),
+                                     (None, 6), (None, 1 << 60)])
+@pytest.mark.parametrize("args", [["script"], ["script", "--no-merge-callchains"],
+                                  ["script", "-D"], ["report", "--stdio"],
+                                  ["report", "-D"]])
+def test_malformed_record_rejected_with_offset(tmp_path, size, nr, args):
+    path, off = hostile(tmp_path, size, nr)
+    r = perf(*args, "-i", path, check=False)
+    assert f"{off:#x} [" in r.stderr and "malformed PERF_RECORD_CALLCHAIN_DEFERRED" in r.stderr, \
+        r.stderr
+    assert "DEFERRED CALLCHAIN [cookie" not in r.stdout
+
+
+def test_sample_without_record_shows_cookie_and_is_counted(tmp_path):
+    path = str(tmp_path / "orphan.data")
+    pd.write(path, [pd.comm(100, 100, "t0", 1),
+                    pd.deferred_sample(100, 100, 5, pd.KERNEL_IPS, 0x1001)])
+    r = perf("script", "-i", path, "-F", "tid,ip")
+    assert [int(x.split()[0], 16) for x in blocks(r.stdout)[0][1:]] == pd.KERNEL_IPS + [0x1001]
+    assert "1 samples without a deferred callchain" in r.stderr
+
+
+def test_older_entry_released_when_a_newer_record_comes(tmp_path):
+    """Thread 100's first entry lost its record: its samples come out
+    unmerged when the second entry's record arrives, not at the end."""
+    path = str(tmp_path / "lost.data")
+    pd.write(path, [
+        pd.comm(100, 100, "t0", 1), pd.comm(101, 101, "t1", 1),
+        pd.deferred_sample(100, 100, 10, pd.KERNEL_IPS, 0x1001),
+        pd.deferred_sample(101, 101, 11, pd.KERNEL_IPS, 0x1002),  # never merged
+        pd.deferred_sample(100, 100, 20, pd.KERNEL_IPS, 0x2001),
+        pd.callchain_deferred(100, 100, 21, 0x2001, pd.USER_IPS),
+        pd.finished_round(),
+        pd.deferred_sample(100, 100, 30, pd.KERNEL_IPS, 0x3001),
+        pd.callchain_deferred(100, 100, 31, 0x3001, pd.USER_IPS),
+    ])
+    r = perf("script", "-i", path, "-F", "tid,ip")
+    got = [(b[0].split()[0], int(b[-1].split()[0], 16)) for b in blocks(r.stdout)]
+    assert got == [("100", 0x1001), ("100", pd.USER_IPS[-1]),
+                   ("100", pd.USER_IPS[-1]), ("101", 0x1002)], r.stdout
+    assert "2 samples without a deferred callchain" in r.stderr
+
+
+def test_exit_releases_the_thread(tmp_path):
+    path = str(tmp_path / "exit.data")
+    pd.write(path, [
+        pd.comm(100, 100, "t0", 1), pd.comm(101, 101, "t1", 1),
+        pd.deferred_sample(100, 100, 10, pd.KERNEL_IPS, 0x1001),
+        pd.exit_(100, 100, 12),
+        pd.deferred_sample(101, 101, 13, pd.KERNEL_IPS, 0x1002),
+        pd.callchain_deferred(101, 101, 14, 0x1002, pd.USER_IPS),
+    ])
+    r = perf("script", "-i", path, "-F", "tid,ip")
+    got = [(b[0].split()[0], int(b[-1].split()[0], 16)) for b in blocks(r.stdout)]
+    assert got == [("100", 0x1001), ("101", pd.USER_IPS[-1])], r.stdout
+
+
+def test_inject_passes_records_through(basic, tmp_path):
+    out = str(tmp_path / "injected.data")
+    perf("inject", "-i", basic, "-o", out)
+    r = perf("script", "-i", out, "-F", "tid,ip", "--no-merge-callchains")
+    assert r.stdout.count("DEFERRED CALLCHAIN [cookie:") == 4
+    r = perf("script", "-i", out, "-F", "tid,ip")
+    assert "DEFERRED CALLCHAIN" not in r.stdout
+    assert all(int(b[-1].split()[0], 16) == pd.USER_IPS[-1] for b in blocks(r.stdout))
+
+
+# Files written by a newer perf (upstream 7.x): a larger perf_event_attr,
+# feature bits and record types this perf does not know.
+
+def newer_file(tmp_path, attr_size=pd.ATTR_SIZE_612 + 16, extra=b"", features=(),
+               records=()):
+    path = str(tmp_path / "newer.data")
+    recs = [pd.comm(100, 100, "t0", 1),
+            pd.deferred_sample(100, 100, 5, pd.KERNEL_IPS, 0x1001),
+            *records,
+            pd.callchain_deferred(100, 100, 6, 0x1001, pd.USER_IPS)]
+    pd.write(path, recs, attrs=[pd.attr(size=attr_size, extra=extra)], features=features)
+    return path
+
+
+@pytest.mark.parametrize("attr_size", [pd.ATTR_SIZE_612 + 8, pd.ATTR_SIZE_612 + 16,
+                                       pd.ATTR_SIZE_612 + 64 + 24])
+def test_larger_attr_with_zero_extra_is_read(tmp_path, attr_size):
+    path = newer_file(tmp_path, attr_size=attr_size)
+    r = perf("script", "-i", path, "-F", "tid,ip", "-v")
+    assert [int(x.split()[0], 16) for x in blocks(r.stdout)[0][1:]] == \
+        pd.KERNEL_IPS + pd.USER_IPS
+    assert "newer perf" in r.stderr and "all zero, ignored" in r.stderr
+    perf("report", "--stdio", "-i", path)
+    r = perf("evlist", "-v", "-i", path)
+    assert "defer_callchain: 1" in r.stdout
+
+
+def test_larger_attr_with_set_extra_is_refused_clearly(tmp_path):
+    path = newer_file(tmp_path, extra=b"\0\0\0\1")
+    r = perf("script", "-i", path, check=False)
+    assert r.returncode != 0
+    assert ("perf_event_attr fields this perf does not know (byte 139 of the file's "
+            "152 byte attr is set") in r.stderr, r.stderr
+
+
+def test_unknown_feature_bits_are_ignored(tmp_path):
+    path = newer_file(tmp_path, features=(40, 100, 255))
+    r = perf("script", "-i", path, "-F", "tid,ip", "-v")
+    assert [int(x.split()[0], 16) for x in blocks(r.stdout)[0][1:]] == \
+        pd.KERNEL_IPS + pd.USER_IPS
+    assert "feature 40 of a newer perf" in r.stderr
+
+
+@pytest.mark.parametrize("rtype", [30, 90])
+def test_unknown_record_types_are_skipped(tmp_path, rtype):
+    unknown = pd._record(rtype, 0, b"\0" * 16)
+    path = newer_file(tmp_path, records=[unknown])
+    r = perf("script", "-i", path, "-F", "tid,ip")
+    assert [int(x.split()[0], 16) for x in blocks(r.stdout)[0][1:]] == \
+        pd.KERNEL_IPS + pd.USER_IPS
+    assert f"Skipping records of type {rtype}" in r.stderr
