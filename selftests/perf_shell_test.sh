@@ -28,6 +28,12 @@ if [ ! -x "$perf" ] || [ ! -d "$dir" ]; then
 	exit 4
 fi
 
+# description SCRIPT: what 'perf test' calls it, line 2 or line 3 after
+# an SPDX line.
+description() {
+	sed -n '2,3p' "$1" | grep -v SPDX- | head -n 1 | sed 's/^# //'
+}
+
 # The tests to run: "<number>:<name>" for each callchain_defer_*.sh, the
 # number 'perf test list' gives its description.
 tests=
@@ -44,8 +50,7 @@ for script in "$dir"/callchain_defer_*.sh; do
 	set +f
 	IFS=$old_ifs
 	[ -n "$wanted" ] || continue
-	# 'perf test' takes line 2, or line 3 after an SPDX line
-	desc=$(sed -n '2,3p' "$script" | grep -v SPDX- | head -n 1 | sed 's/^# //')
+	desc=$(description "$script")
 	num=$(cd / && "$perf" test list 2>/dev/null |
 		sed -n "s/^ *\([0-9][0-9]*\): $desc\$/\1/p" | head -n 1)
 	tests="$tests $num:$name"
@@ -67,11 +72,15 @@ for t in "$@"; do
 	# From / so that perf test takes its shell tests beside the binary.
 	out=$(cd / && "$perf" test -v "$num" 2>&1)
 	echo "$out" | sed 's/^/# /'
-	result=$(echo "$out" | sed -n "s/^ *$num: .* : \(Ok\|FAILED!\|Skip.*\)\$/\1/p" | tail -n 1)
+	# The result line of this test, not of another one with its number.
+	desc=$(description "$dir/${name#PerfShell.}.sh")
+	result=$(echo "$out" |
+		sed -n "s/^ *$num: $desc *: \(Ok\|FAILED!\|Skip.*\)\$/\1/p" | tail -n 1)
 	case "$result" in
 	Ok) echo "ok $n $name" ;;
 	Skip*)
-		echo "ok $n $name # SKIP ${result#Skip }"
+		why=$(echo "$result" | sed -n 's/^Skip (\(.*\))$/\1/p')
+		echo "ok $n $name # SKIP ${why:-the test skipped (exit 2), see its output}"
 		skipped=$((skipped + 1)) ;;
 	*)
 		echo "# result: '${result:-none}'"
