@@ -131,6 +131,25 @@ def test_older_entry_released_when_a_newer_record_comes(tmp_path):
     assert "2 samples without a deferred callchain" in r.stderr
 
 
+def test_thread_without_records_holds_a_few_entries(tmp_path):
+    """Thread 100 loses every record: when its fifth and sixth entries
+    come, its oldest entries come out unmerged, before thread 101's
+    sample (merged when its record arrives) and not all at the end."""
+    path = str(tmp_path / "norecords.data")
+    recs = [pd.comm(100, 100, "t0", 1), pd.comm(101, 101, "t1", 1),
+            pd.deferred_sample(101, 101, 2, pd.KERNEL_IPS, 0x1002)]
+    recs += [pd.deferred_sample(100, 100, 10 + e, pd.KERNEL_IPS, (e + 1) << 12 | 1)
+             for e in range(6)]
+    recs += [pd.callchain_deferred(101, 101, 100, 0x1002, pd.USER_IPS)]
+    pd.write(path, recs)
+    r = perf("script", "-i", path, "-F", "tid,ip")
+    got = [(b[0].split()[0], int(b[-1].split()[0], 16)) for b in blocks(r.stdout)]
+    assert got == [("100", 0x1001), ("100", 0x2001), ("101", pd.USER_IPS[-1]),
+                   ("100", 0x3001), ("100", 0x4001), ("100", 0x5001),
+                   ("100", 0x6001)], r.stdout
+    assert "6 samples without a deferred callchain" in r.stderr
+
+
 def test_exit_releases_the_thread(tmp_path):
     path = str(tmp_path / "exit.data")
     pd.write(path, [
@@ -205,4 +224,4 @@ def test_unknown_record_types_are_skipped(tmp_path, rtype):
     r = perf("script", "-i", path, "-F", "tid,ip")
     assert [int(x.split()[0], 16) for x in blocks(r.stdout)[0][1:]] == \
         pd.KERNEL_IPS + pd.USER_IPS
-    assert f"Skipping records of type {rtype}" in r.stderr
+    assert f"Skipping records of type {rtype}, the first at 0x" in r.stderr
