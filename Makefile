@@ -63,7 +63,7 @@ export ACCEL
 # yes when the kernel's .config enables the series, CONFIG_UNWIND_USER=y).
 export EXPECT_FEATURE
 
-.PHONY: help deps tree apply export kernel selftests perf initramfs vmtest \
+.PHONY: help deps tree apply export kernel selftests perf initramfs vmtest test-perf \
 	verdict vmtest-debug test checkpatch apply-fresh bisect-build check \
 	kunit clean kernel-doc sparse submit-check send bench
 
@@ -115,6 +115,9 @@ vmtest-debug: ## make vmtest on the debug kernel (KASAN, lockdep, atomic sleep)
 
 test: deps selftests ## the harness's own tests on the host (pytest, no VM)
 	@$(PYTEST) -q tests
+
+test-perf: perf ## the tree's perf on crafted perf.data files (host, no VM)
+	@VMTEST_PERF="$(PERF_OUT)/perf" $(PYTEST) -q tests/test_perf_tools.py
 
 checkpatch: $(TREE_DEP) ## scripts/checkpatch.pl --strict over every patch
 	@bash ci/checkpatch.sh "$(KSRC)"

@@ -27,6 +27,7 @@ step tree make -s tree
 step apply-fresh-base make -s apply-fresh
 step checkpatch make -s checkpatch
 step vmtest make -s vmtest CONFIG=normal
+step perf-tools-tests make -s test-perf
 if [ "${CHECK_DEBUG:-1}" = 1 ]; then
 	step vmtest-debug make -s vmtest CONFIG=debug
 fi

@@ -19,8 +19,11 @@ import perfdata as pd
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PERF = os.environ.get("VMTEST_PERF") or os.path.join(ROOT, "build", "out", "linux", "perf", "perf")
 
+# 'make test-perf' names the perf it built: missing, that is a failure.
+if os.environ.get("VMTEST_PERF") and not os.access(PERF, os.X_OK):
+    raise RuntimeError(f"VMTEST_PERF={PERF}: not an executable perf")
 pytestmark = pytest.mark.skipif(not os.access(PERF, os.X_OK),
-                                reason=f"no perf built ({PERF}): run 'make perf'")
+                                reason=f"no perf built ({PERF}): run 'make test-perf'")
 
 
 def perf(*args, check=True):
