@@ -91,8 +91,10 @@ def hostile(tmp_path, size=None, nr=None):
     return path, 104 + 152 + sum(len(r) for r in recs[:2])
 
 
+# The record is 64 bytes: header, cookie, nr, 3 addresses, and a 16-byte
+# sample_id trailer (TID, TIME) that nr must not claim either.
 @pytest.mark.parametrize("size,nr", [(8, None), (16, None), (20, None), (24, None),
-                                     (None, 6), (None, 1 << 60)])
+                                     (32, None), (None, 4), (None, 1 << 60)])
 @pytest.mark.parametrize("args", [["script"], ["script", "--no-merge-callchains"],
                                   ["script", "-D"], ["report", "--stdio"],
                                   ["report", "-D"]])
