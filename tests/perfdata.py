@@ -31,6 +31,7 @@ RECORD_COMM = 3
 RECORD_FORK = 7
 RECORD_SAMPLE = 9
 RECORD_CALLCHAIN_DEFERRED = 22
+RECORD_HEADER_ATTR = 64
 RECORD_FINISHED_ROUND = 68
 
 MISC_KERNEL = 1
@@ -115,11 +116,20 @@ def finished_round():
     return _record(RECORD_FINISHED_ROUND, 0, b"")
 
 
-def write(path, records, attrs=None, features=()):
+def write(path, records, attrs=None, features=(), pipe=False):
     """Write a perf.data file: ATTRS (default one attr()), the RECORDS
     (bytes each) and the feature bits FEATURES, each with an empty
-    section."""
+    section.  PIPE writes what 'perf record -o -' writes instead: a
+    16-byte header, a PERF_RECORD_HEADER_ATTR record per attr, then the
+    records (no features)."""
     attrs = attrs or [attr()]
+    if pipe:
+        assert not features
+        with open(path, "wb") as f:
+            f.write(MAGIC + struct.pack("<Q", 16))
+            f.write(b"".join(_record(RECORD_HEADER_ATTR, 0, a) for a in attrs))
+            f.write(b"".join(records))
+        return
     attr_size = len(attrs[0]) + 16
     data = b"".join(records)
     attrs_off = FILE_HEADER_SIZE
