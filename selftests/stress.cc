@@ -1,0 +1,725 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * make stress, the guest side: fuzz perf_event_open()/ioctl()/mmap()
+ * around the deferred-callchain bits and storm the task lifecycle while
+ * deferred callchains are active, for --seconds=N, then print how many
+ * operations of each kind ran and the cookie accounting of a watch.
+ *
+ * Threads, all at once:
+ *
+ *	fuzz (2)	random perf_event_attr around defer_callchain and
+ *			defer_output (software events and tracepoints,
+ *			sample types, sample_id_all, exclude_*, inherit,
+ *			freq/period, per-task on itself or on a lifecycle
+ *			child, per-CPU, groups), random ioctls (enable,
+ *			disable, refresh, period, set_output, id, reset),
+ *			mmap/munmap of ring buffers of random sizes,
+ *			consuming them, close at random times
+ *	work (2)	syscall-heavy work under deep user stacks
+ *	life (1)	fork/exit, exec 64->32->64 (compat_stack), threads
+ *			killed in a long read by exit_group, SIGKILL in a
+ *			read, affinity migration of a reading child from
+ *			this thread, CPU offline/online, hostile user
+ *			stacks (hostile_stack, 64- and 32-bit, every mode),
+ *			ptrace attach/detach
+ *	watch (1)	a cpu-clock event per CPU with defer_callchain and
+ *			defer_output, drained every 10 ms: the cookie
+ *			accounting
+ *
+ * Output (ci/stress.py parses it):
+ *	stress-start kernel=R cpus=N seconds=S defer_callchain=yes|no
+ *	stress-op kind=K ok=N failed=M            one per kind
+ *	stress-cookies samples=N announced=N delivered=N matched=N
+ *		unmatched=N orphans=N duplicates=N fallback=N no_user=N
+ *		bad_marker=N kernel_ips=N lost=N
+ *	stress-end seconds=S ops=N status=ok|error [reason=...]
+ * A failed operation is the kernel saying no (EINVAL, ESRCH, ...): a
+ * fuzzer's normal diet, counted, never judged. Exit 0 when the program
+ * ran to its end, 1 when it could not (the harness judges the kernel).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "lib/features.h"
+#include "lib/perf_abi.h"
+#include "lib/perf_event.h"
+#include "lib/workload.h"
+
+namespace {
+
+std::atomic<bool> g_stop{ false };
+double g_until = 0;
+int g_ncpu = 1;
+/* The pid of the lifecycle child running now (0: none): fuzzed per-task
+ * events target it too, so they see it exec, migrate and die. */
+std::atomic<pid_t> g_child{ 0 };
+
+/* Operation counts, by kind. */
+std::mutex g_ops_mu;
+std::map<std::string, std::pair<uint64_t, uint64_t>> g_ops;
+
+void count(const std::string &kind, bool ok, uint64_t n = 1)
+{
+	std::lock_guard<std::mutex> l(g_ops_mu);
+	auto &c = g_ops[kind];
+	(ok ? c.first : c.second) += n;
+}
+
+bool running() { return !g_stop.load() && work::now_s() < g_until; }
+
+/* ---- the fuzzer ---- */
+
+struct Fuzzed {
+	int fd = -1;
+	void *map = nullptr;
+	size_t len = 0;
+};
+
+long tp_ids[3] = { -1, -1, -1 };
+
+void random_attr(std::mt19937_64 &rng, perf_event_attr *a)
+{
+	static const uint64_t sw[] = {
+		PERF_COUNT_SW_CPU_CLOCK,	PERF_COUNT_SW_TASK_CLOCK,
+		PERF_COUNT_SW_CONTEXT_SWITCHES, PERF_COUNT_SW_PAGE_FAULTS,
+		PERF_COUNT_SW_CPU_MIGRATIONS,	PERF_COUNT_SW_DUMMY,
+	};
+	static const uint64_t st[] = {
+		PERF_SAMPLE_IP,	    PERF_SAMPLE_TID,	   PERF_SAMPLE_TIME,
+		PERF_SAMPLE_ADDR,   PERF_SAMPLE_ID,	   PERF_SAMPLE_CPU,
+		PERF_SAMPLE_PERIOD, PERF_SAMPLE_STREAM_ID, PERF_SAMPLE_RAW,
+		PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_READ,
+		PERF_SAMPLE_REGS_USER, PERF_SAMPLE_STACK_USER,
+	};
+	auto coin = [&](int pct) { return (int)(rng() % 100) < pct; };
+
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	int tp = coin(25) ? (int)(rng() % 3) : -1;
+	if (tp >= 0 && tp_ids[tp] >= 0) {
+		a->type = PERF_TYPE_TRACEPOINT;
+		a->config = tp_ids[tp];
+	} else {
+		a->type = PERF_TYPE_SOFTWARE;
+		a->config = sw[rng() % (sizeof(sw) / sizeof(sw[0]))];
+	}
+	if (coin(30)) {
+		a->freq = 1;
+		a->sample_freq = 100 + rng() % 4000;
+	} else {
+		a->sample_period = a->type == PERF_TYPE_TRACEPOINT ||
+						   a->config >= PERF_COUNT_SW_PAGE_FAULTS ?
+					   1 + rng() % 4 :
+					   100000 + rng() % 2000000;
+	}
+	a->sample_type = PERF_SAMPLE_CALLCHAIN;
+	for (uint64_t b : st)
+		if (coin(35))
+			a->sample_type |= b;
+	if (!coin(85))
+		a->sample_type &= ~(uint64_t)PERF_SAMPLE_CALLCHAIN;
+	if (a->sample_type & PERF_SAMPLE_REGS_USER)
+		a->sample_regs_user = 0xff0fff;
+	if (a->sample_type & PERF_SAMPLE_STACK_USER)
+		a->sample_stack_user = 64 << (rng() % 6);
+	if (a->sample_type & PERF_SAMPLE_READ)
+		a->read_format = rng() % 16;
+	a->sample_max_stack = coin(20) ? rng() % 130 : 0;
+	a->sample_id_all = coin(60);
+	a->exclude_user = coin(10);
+	a->exclude_kernel = coin(10);
+	a->exclude_hv = coin(50);
+	a->exclude_idle = coin(10);
+	a->exclude_callchain_user = coin(10);
+	a->exclude_callchain_kernel = coin(15);
+	a->inherit = coin(40);
+	a->inherit_stat = a->inherit && coin(20);
+	a->disabled = coin(30);
+	a->enable_on_exec = a->disabled && coin(30);
+	a->mmap = coin(20);
+	a->comm = coin(20);
+	a->task = coin(20);
+	a->context_switch = coin(10);
+	a->watermark = coin(20);
+	if (a->watermark)
+		a->wakeup_watermark = 1 + rng() % 65536;
+	else
+		a->wakeup_events = rng() % 4;
+	if (coin(75))
+		perf_abi::set_attr_bit(a, perf_abi::kDeferCallchainBit);
+	if (coin(45))
+		perf_abi::set_attr_bit(a, perf_abi::kDeferOutputBit);
+}
+
+void fuzz_thread(unsigned seed)
+{
+	std::mt19937_64 rng(seed);
+	std::vector<Fuzzed> evs, orphans;
+	auto pick = [&]() -> Fuzzed * {
+		return evs.empty() ? nullptr : &evs[rng() % evs.size()];
+	};
+	auto unmap = [&](Fuzzed *f) {
+		if (f->map) {
+			munmap(f->map, f->len);
+			f->map = nullptr;
+		}
+	};
+	while (running()) {
+		unsigned op = rng() % 100;
+		Fuzzed *f = pick();
+		if (op < 22 || !f) {
+			if (evs.size() >= 48)
+				continue;
+			perf_event_attr a;
+			random_attr(rng, &a);
+			pid_t pid = 0;
+			int cpu = -1;
+			unsigned who = rng() % 10;
+			if (who < 3) {
+				pid = -1;
+				cpu = rng() % g_ncpu;
+			} else if (who < 6 && g_child.load()) {
+				pid = g_child.load();
+			}
+			int group = -1;
+			if (!evs.empty() && rng() % 4 == 0)
+				group = pick()->fd;
+			int fd = perf::open_event(&a, pid, cpu, group);
+			count(cpu >= 0 ? "open-cpu" : pid ? "open-child" :
+							    "open-self",
+			      fd >= 0);
+			if (fd >= 0)
+				evs.push_back({ fd, nullptr, 0 });
+		} else if (op < 32) {
+			unmap(f);
+			size_t pages = 1 + (1u << (rng() % 6));
+			void *m = mmap(nullptr, pages * 4096,
+				       PROT_READ | (rng() % 8 ? PROT_WRITE : 0),
+				       MAP_SHARED, f->fd, 0);
+			count("mmap", m != MAP_FAILED);
+			if (m != MAP_FAILED) {
+				f->map = m;
+				f->len = pages * 4096;
+			}
+		} else if (op < 40) {
+			count("munmap", f->map != nullptr);
+			unmap(f);
+		} else if (op < 55) {
+			/* Consume whatever a writable buffer holds. */
+			if (f->map) {
+				auto *mp = static_cast<perf_event_mmap_page *>(
+					f->map);
+				uint64_t head = __atomic_load_n(
+					&mp->data_head, __ATOMIC_ACQUIRE);
+				if (rng() % 8)
+					__atomic_store_n(&mp->data_tail, head,
+							 __ATOMIC_RELEASE);
+			}
+			count("consume", f->map != nullptr);
+		} else if (op < 88) {
+			unsigned long flag =
+				rng() % 4 ? 0 : PERF_IOC_FLAG_GROUP;
+			int r;
+			std::string kind;
+			switch (rng() % 7) {
+			case 0:
+				r = ioctl(f->fd, PERF_EVENT_IOC_ENABLE, flag);
+				kind = "ioctl-enable";
+				break;
+			case 1:
+				r = ioctl(f->fd, PERF_EVENT_IOC_DISABLE, flag);
+				kind = "ioctl-disable";
+				break;
+			case 2:
+				r = ioctl(f->fd, PERF_EVENT_IOC_REFRESH,
+					  1 + rng() % 8);
+				kind = "ioctl-refresh";
+				break;
+			case 3: {
+				uint64_t p = 1 + rng() % 3000000;
+				r = ioctl(f->fd, PERF_EVENT_IOC_PERIOD, &p);
+				kind = "ioctl-period";
+				break;
+			}
+			case 4:
+				r = ioctl(f->fd, PERF_EVENT_IOC_SET_OUTPUT,
+					  rng() % 4 ? pick()->fd : -1);
+				kind = "ioctl-set-output";
+				break;
+			case 5: {
+				uint64_t id;
+				r = ioctl(f->fd, PERF_EVENT_IOC_ID, &id);
+				kind = "ioctl-id";
+				break;
+			}
+			default:
+				r = ioctl(f->fd, PERF_EVENT_IOC_RESET, flag);
+				kind = "ioctl-reset";
+				break;
+			}
+			count(kind, r == 0);
+		} else {
+			/* Close, mapped or not: a mapping outlives its fd
+			 * and is unmapped later. */
+			if (rng() % 2)
+				unmap(f);
+			close(f->fd);
+			count("close", true);
+			if (f->map)
+				orphans.push_back({ -1, f->map, f->len });
+			evs.erase(evs.begin() + (f - evs.data()));
+			if (orphans.size() > 4 || rng() % 4 == 0) {
+				while (!orphans.empty()) {
+					munmap(orphans.back().map,
+					       orphans.back().len);
+					orphans.pop_back();
+				}
+			}
+		}
+	}
+	for (auto &f : orphans)
+		munmap(f.map, f.len);
+	for (auto &f : evs) {
+		if (f.map)
+			munmap(f.map, f.len);
+		if (f.fd >= 0)
+			close(f.fd);
+	}
+}
+
+/* ---- syscall-heavy work under deep stacks ---- */
+
+void work_thread(unsigned seed)
+{
+	std::mt19937_64 rng(seed);
+	int fd = open("/dev/zero", O_RDONLY);
+	while (running()) {
+		int depth = 1 + rng() % 160;
+		int n = work::work_recurse_reading(depth, fd, work::now_s() + 0.02);
+		count("work-deep-reads", n > 0, n > 0 ? n : 1);
+		for (int i = 0; i < 200; i++)
+			syscall(SYS_getppid);
+		count("work-getppid", true, 200);
+		sched_yield();
+	}
+	close(fd);
+}
+
+/* ---- lifecycle storms ---- */
+
+/* Fork a child that runs fn (then _exit(0)); g_child names it. */
+template <typename F> pid_t fork_child(F fn)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		fn();
+		_exit(0);
+	}
+	if (pid > 0)
+		g_child.store(pid);
+	return pid;
+}
+
+bool reap(pid_t pid, double timeout = 30)
+{
+	int st;
+	double end = work::now_s() + timeout;
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG | __WALL);
+		if (r == pid)
+			break;
+		if (r < 0 || work::now_s() > end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, __WALL);
+			break;
+		}
+		usleep(1000);
+	}
+	g_child.store(0);
+	return true;
+}
+
+int run_exec(const std::vector<std::string> &argv)
+{
+	pid_t pid = fork_child([&] {
+		std::vector<char *> v;
+		for (auto &s : argv)
+			v.push_back(const_cast<char *>(s.c_str()));
+		v.push_back(nullptr);
+		execv(v[0], v.data());
+		_exit(127);
+	});
+	if (pid < 0)
+		return -1;
+	int st;
+	double end = work::now_s() + 30;
+	while (waitpid(pid, &st, WNOHANG) == 0) {
+		if (work::now_s() > end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			break;
+		}
+		usleep(2000);
+	}
+	g_child.store(0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+void reads_forever(int depth)
+{
+	int fd = open("/dev/zero", O_RDONLY);
+	for (;;)
+		work::work_recurse_reading(depth, fd, work::now_s() + 1);
+}
+
+void *long_reader(void *)
+{
+	reads_forever(64);
+	return nullptr;
+}
+
+bool cpu_online(int cpu, bool on)
+{
+	return work::write_file("/sys/devices/system/cpu/cpu" +
+					std::to_string(cpu) + "/online",
+				on ? "1" : "0");
+}
+
+void life_thread(unsigned seed)
+{
+	std::mt19937_64 rng(seed);
+	static const char *modes[] = { "loop",	     "downward", "kernel",
+				       "kernel_ret", "unmapped", "misaligned" };
+	std::string cs64 = work::helper_path("compat_stack"),
+		    cs32 = work::helper_path("compat_stack_32"),
+		    hs64 = work::helper_path("hostile_stack"),
+		    hs32 = work::helper_path("hostile_stack_32");
+	bool hotplug = g_ncpu > 1 &&
+		       access("/sys/devices/system/cpu/cpu1/online", W_OK) == 0;
+	unsigned step = 0;
+	while (running()) {
+		switch (step++ % 9) {
+		case 0: { /* fork/exit under a deep stack */
+			pid_t p = fork_child([&] {
+				int fd = open("/dev/zero", O_RDONLY);
+				work::work_recurse_reading(1 + rng() % 100, fd,
+						     work::now_s() + 0.01);
+			});
+			count("fork-exit", p > 0 && reap(p));
+			break;
+		}
+		case 1: { /* exec 64 -> 32 -> 64 */
+			int rc = run_exec({ cs64, "15", "exec", cs32, "15",
+					    "exec", cs64, "15" });
+			count("exec-64-32-64", rc == 0);
+			break;
+		}
+		case 2: { /* threads killed in a long read by exit_group */
+			pid_t p = fork_child([&] {
+				pthread_t t[3];
+				for (auto &x : t)
+					pthread_create(&x, nullptr,
+						       long_reader, nullptr);
+				usleep(5000 + rng() % 30000);
+				syscall(SYS_exit_group, 0);
+			});
+			count("thread-exit-in-syscall", p > 0 && reap(p));
+			break;
+		}
+		case 3: { /* SIGKILL in the middle of a read */
+			pid_t p = fork_child([] { reads_forever(100); });
+			usleep(2000 + rng() % 40000);
+			kill(p, SIGKILL);
+			count("sigkill", p > 0 && reap(p));
+			break;
+		}
+		case 4: { /* migration by affinity, from this thread */
+			pid_t p = fork_child([] { reads_forever(32); });
+			int moved = 0;
+			for (int i = 0; i < 40 && p > 0; i++) {
+				cpu_set_t set;
+				CPU_ZERO(&set);
+				CPU_SET(rng() % g_ncpu, &set);
+				moved += sched_setaffinity(p, sizeof(set),
+							   &set) == 0;
+				usleep(500 + rng() % 2000);
+			}
+			kill(p, SIGKILL);
+			reap(p);
+			count("migrate", moved > 0, moved ? moved : 1);
+			break;
+		}
+		case 5: { /* a CPU offline and back, per-CPU events open */
+			if (!hotplug)
+				break;
+			int cpu = 1 + rng() % (g_ncpu - 1);
+			bool off = cpu_online(cpu, false);
+			usleep(5000 + rng() % 20000);
+			bool on = cpu_online(cpu, true);
+			count("cpu-offline-online", off && on);
+			break;
+		}
+		case 6:
+		case 7: { /* hostile user stacks, 64- and 32-bit */
+			bool is32 = rng() % 2;
+			const char *mode = modes[rng() % 6];
+			int rc = run_exec({ is32 ? hs32 : hs64, mode, "30" });
+			count(std::string("hostile-") + mode +
+				      (is32 ? "-32" : "-64"),
+			      rc == 0);
+			break;
+		}
+		case 8: { /* ptrace attach/detach of a reading child */
+			pid_t p = fork_child([] { reads_forever(48); });
+			bool ok = ptrace(PTRACE_SEIZE, p, 0, 0) == 0;
+			for (int i = 0; ok && i < 5; i++) {
+				usleep(1000 + rng() % 5000);
+				ok = ptrace(PTRACE_INTERRUPT, p, 0, 0) == 0;
+				int st;
+				ok = ok && waitpid(p, &st, __WALL) == p;
+				ok = ok && ptrace(PTRACE_CONT, p, 0, 0) == 0;
+			}
+			ptrace(PTRACE_DETACH, p, 0, 0);
+			kill(p, SIGKILL);
+			reap(p);
+			count("ptrace-attach-detach", ok);
+			break;
+		}
+		}
+	}
+	if (hotplug)
+		for (int c = 1; c < g_ncpu; c++)
+			cpu_online(c, true);
+}
+
+/* ---- the watch: cookie accounting ---- */
+
+struct Accounting {
+	uint64_t samples = 0, announced = 0, delivered = 0, matched = 0,
+		 duplicates = 0, fallback = 0, no_user = 0, bad_marker = 0,
+		 kernel_ips = 0, lost = 0, parse_errors = 0;
+	struct State {
+		bool announced = false, delivered = false;
+	};
+	/* (cookie, tid) -> seen; dropped once both sides were seen. */
+	std::map<std::pair<uint64_t, uint32_t>, State> open;
+
+	void announce(uint64_t cookie, uint32_t tid)
+	{
+		auto &s = open[{ cookie, tid }];
+		if (s.announced)
+			return;
+		s.announced = true;
+		announced++;
+		if (s.delivered) {
+			matched++;
+			open.erase({ cookie, tid });
+		}
+	}
+	void deliver(uint64_t cookie, uint32_t tid)
+	{
+		auto key = std::make_pair(cookie, tid);
+		auto &s = open[key];
+		if (s.delivered) {
+			duplicates++;
+			return;
+		}
+		s.delivered = true;
+		delivered++;
+		if (s.announced) {
+			matched++;
+			open.erase(key);
+		}
+	}
+	uint64_t unmatched() const
+	{
+		uint64_t n = 0;
+		for (auto &kv : open)
+			n += kv.second.announced && !kv.second.delivered;
+		return n;
+	}
+	uint64_t orphans() const
+	{
+		uint64_t n = 0;
+		for (auto &kv : open)
+			n += kv.second.delivered && !kv.second.announced;
+		return n;
+	}
+};
+
+perf_event_attr watch_attr()
+{
+	perf_event_attr a{};
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_CPU_CLOCK;
+	a.sample_period = 1000000; /* 1 ms */
+	a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP |
+			PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+			PERF_SAMPLE_CALLCHAIN;
+	a.sample_id_all = 1;
+	a.disabled = 1;
+	a.exclude_idle = 1;
+	perf_abi::set_attr_bit(&a, perf_abi::kDeferCallchainBit);
+	perf_abi::set_attr_bit(&a, perf_abi::kDeferOutputBit);
+	return a;
+}
+
+void account(Accounting *acc, perf::Event &ev)
+{
+	const perf_event_attr &attr = ev.attr();
+	for (const perf::Record &r : ev.drain()) {
+		if (r.header.type == PERF_RECORD_SAMPLE) {
+			perf::Sample s;
+			std::string err;
+			if (!perf::parse_sample(r, attr.sample_type, &s, &err)) {
+				acc->parse_errors++;
+				continue;
+			}
+			acc->samples++;
+			perf::SplitChain c = perf::split_callchain(s.callchain);
+			for (uint64_t ip : c.user)
+				acc->kernel_ips += perf_abi::is_kernel_address(ip);
+			if (c.deferred && c.has_user_ctx)
+				acc->bad_marker++;
+			if (c.deferred)
+				acc->announce(c.cookie, s.sid.tid);
+			else if (!c.user.empty())
+				acc->fallback++;
+			else
+				acc->no_user++;
+		} else if (r.header.type == perf_abi::kRecordCallchainDeferred) {
+			perf::DeferredCallchain d;
+			std::string err;
+			if (!perf::parse_deferred(r, attr.sample_type,
+						  attr.sample_id_all, &d, &err)) {
+				acc->parse_errors++;
+				continue;
+			}
+			for (uint64_t ip : d.ips)
+				acc->kernel_ips += perf_abi::is_kernel_address(ip);
+			acc->deliver(d.cookie, d.sid.tid);
+		}
+	}
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	double seconds = 60;
+	for (int i = 1; i < argc; i++)
+		if (!strncmp(argv[i], "--seconds=", 10))
+			seconds = atof(argv[i] + 10);
+	setvbuf(stdout, nullptr, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);
+	g_ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	struct utsname u;
+	uname(&u);
+	std::string why;
+	bool defer = features::defer_callchain(&why);
+	printf("stress-start kernel=%s cpus=%d seconds=%g defer_callchain=%s\n",
+	       u.release, g_ncpu, seconds, defer ? "yes" : "no");
+	tp_ids[0] = work::tracepoint_id("syscalls/sys_enter_read");
+	tp_ids[1] = work::tracepoint_id("sched/sched_switch");
+	tp_ids[2] = work::tracepoint_id("syscalls/sys_exit_getppid");
+
+	/* The watch: one event per CPU, 512 KiB each. */
+	std::vector<perf::Event> watch(g_ncpu);
+	for (int c = 0; c < g_ncpu; c++) {
+		int e = watch[c].open(watch_attr(), -1, c, 128);
+		if (e < 0) {
+			printf("stress-end seconds=0 ops=0 status=error "
+			       "reason=watch-open-cpu%d-errno%d\n",
+			       c, -e);
+			return 1;
+		}
+		watch[c].enable();
+	}
+
+	double t0 = work::now_s();
+	g_until = t0 + seconds;
+	std::vector<std::thread> threads;
+	for (unsigned i = 0; i < 2; i++)
+		threads.emplace_back(fuzz_thread, 1000 + i);
+	for (unsigned i = 0; i < 2; i++)
+		threads.emplace_back(work_thread, 2000 + i);
+	threads.emplace_back(life_thread, 3000);
+
+	Accounting acc;
+	double last = t0;
+	while (work::now_s() < g_until) {
+		usleep(10000);
+		for (auto &w : watch)
+			account(&acc, w);
+		if (work::now_s() - last >= 30) {
+			last = work::now_s();
+			printf("# stress: %.0f s, %llu samples, %llu cookies "
+			       "announced, %llu delivered\n",
+			       last - t0, (unsigned long long)acc.samples,
+			       (unsigned long long)acc.announced,
+			       (unsigned long long)acc.delivered);
+		}
+	}
+	g_stop = true;
+	for (auto &t : threads)
+		t.join();
+	/* Every task has returned to user space or died: a pending record
+	 * has been written by now. */
+	usleep(100000);
+	for (auto &w : watch) {
+		w.disable();
+		account(&acc, w);
+		acc.lost += w.lost();
+	}
+
+	uint64_t total = 0;
+	for (auto &kv : g_ops) {
+		printf("stress-op kind=%s ok=%llu failed=%llu\n",
+		       kv.first.c_str(), (unsigned long long)kv.second.first,
+		       (unsigned long long)kv.second.second);
+		total += kv.second.first + kv.second.second;
+	}
+	printf("stress-cookies samples=%llu announced=%llu delivered=%llu "
+	       "matched=%llu unmatched=%llu orphans=%llu duplicates=%llu "
+	       "fallback=%llu no_user=%llu bad_marker=%llu kernel_ips=%llu "
+	       "lost=%llu parse_errors=%llu\n",
+	       (unsigned long long)acc.samples,
+	       (unsigned long long)acc.announced,
+	       (unsigned long long)acc.delivered,
+	       (unsigned long long)acc.matched,
+	       (unsigned long long)acc.unmatched(),
+	       (unsigned long long)acc.orphans(),
+	       (unsigned long long)acc.duplicates,
+	       (unsigned long long)acc.fallback,
+	       (unsigned long long)acc.no_user,
+	       (unsigned long long)acc.bad_marker,
+	       (unsigned long long)acc.kernel_ips,
+	       (unsigned long long)acc.lost,
+	       (unsigned long long)acc.parse_errors);
+	printf("stress-end seconds=%.1f ops=%llu status=ok\n",
+	       work::now_s() - t0, (unsigned long long)total);
+	return 0;
+}
