@@ -3,7 +3,7 @@
 
 usage: vm.py --kernel BZIMAGE --initrd CPIO --out DIR [--smp N] [--mem M]
              [--timeout S] [--filter GTEST_FILTER] [--jobs N]
-             [--accel kvm|tcg] [--bench PLAN]
+             [--accel kvm|tcg] [--bench PLAN] [--stress SECONDS]
 
 Writes DIR/console.log (ttyS0: boot log, KUnit, splats), DIR/results.log
 (ttyS1: the selftests' KTAP) and DIR/run.json (accelerator, times, exit
@@ -36,6 +36,8 @@ def command(a, qemu, accel_args):
         append += f" vmtest.filter={a.filter}"
     if a.bench:
         append += f" vmtest.bench={a.bench}"
+    if a.stress:
+        append += f" vmtest.stress={a.stress}"
     return cmd + ["-append", append]
 
 
@@ -56,6 +58,9 @@ def main(argv=None):
     ap.add_argument("--bench", default="",
                     help="run make bench's guest program with this plan "
                     "(quick, full) instead of the tests")
+    ap.add_argument("--stress", type=int, default=0,
+                    help="run make stress's guest program for this many "
+                    "seconds instead of the tests")
     ap.add_argument("--accel", default=os.environ.get("ACCEL", ""),
                     help="kvm or tcg; default: KVM when a probe boots, "
                     "else TCG")
@@ -83,7 +88,7 @@ def main(argv=None):
     cmd = command(a, qemu, arch.KVM_ARGS if acc == "kvm" else arch.TCG_ARGS)
     run = {"accel": acc, "accel_reason": why, "smp": a.smp, "mem": a.mem,
            "timeout": a.timeout, "filter": a.filter, "jobs": a.jobs,
-           "bench": a.bench,
+           "bench": a.bench, "stress": a.stress,
            "command": cmd}
     results = os.path.join(a.out, "results.log")
 
