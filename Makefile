@@ -32,8 +32,11 @@ FRAGMENTS  := qemu/config/guest.config qemu/config/kunit-at-boot.config \
 ifeq ($(CONFIG),debug)
 FRAGMENTS  += qemu/config/debug-checks.config
 VM_TIMEOUT ?= 1500
+else ifeq ($(CONFIG),stress)
+# make stress's kernel: the debug one plus kmemleak (qemu/config/stress.config).
+FRAGMENTS  += qemu/config/debug-checks.config qemu/config/stress.config
 else ifneq ($(CONFIG),normal)
-$(error CONFIG=$(CONFIG): use CONFIG=normal or CONFIG=debug)
+$(error CONFIG=$(CONFIG): use CONFIG=normal, CONFIG=debug or CONFIG=stress)
 endif
 VM_TIMEOUT ?= 600
 SMP        ?= 4
@@ -56,6 +59,9 @@ RUN_DIR    := $(OUT)/vmtest-$(CONFIG)
 # (SMP= overrides): timed runs under TCG do not share a core.
 BENCH      ?= full
 BENCH_SMP  := $(if $(filter command line,$(origin SMP)),$(SMP),$(shell nproc))
+# make stress: STRESS_S seconds of fuzzing and lifecycle storms on the
+# stress kernel (debug + kmemleak), in a guest with SMP vCPUs.
+STRESS_S   ?= 180
 # ACCEL=kvm|tcg forces QEMU's accelerator; by default KVM is used only when
 # a short probe boot shows that it works (qemu/accel.py).
 export ACCEL
@@ -64,7 +70,7 @@ export ACCEL
 export EXPECT_FEATURE
 
 .PHONY: help deps tree apply export kernel selftests perf initramfs vmtest test-perf \
-	verdict vmtest-debug test checkpatch apply-fresh bisect-build check \
+	verdict vmtest-debug stress stress-run test checkpatch apply-fresh bisect-build check \
 	kunit clean kernel-doc sparse submit-check send bench
 
 help: ## list the targets
@@ -109,6 +115,12 @@ verdict: ## judge a saved run again without booting: make verdict RUN=DIR
 
 bench: kernel initramfs ## what deferral saves and costs, one guest run: table, CSV/JSON, plot (BENCH=quick|full)
 	@bash ci/bench.sh "$(KOBJ)" "$(INITRD)" "$(OUT)/bench" "$(BENCH_SMP)" "$(BENCH)"
+
+stress: ## fuzz and lifecycle storms on the debug kernel + kmemleak, STRESS_S seconds: counts and verdict
+	@$(MAKE) --no-print-directory stress-run CONFIG=stress
+
+stress-run: kernel initramfs
+	@bash ci/stress.sh "$(KOBJ)" "$(INITRD)" "$(OUT)/stress" "$(SMP)" "$(STRESS_S)"
 
 vmtest-debug: ## make vmtest on the debug kernel (KASAN, lockdep, atomic sleep)
 	@$(MAKE) --no-print-directory vmtest CONFIG=debug

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# usage: stress.sh KOBJ INITRD OUT_DIR SMP SECONDS
+#
+# make stress: boot the stress kernel once running only selftests/stress
+# for SECONDS (qemu/init's vmtest.stress=), under the build lock, then
+# judge it (ci/stress.py). Exit: 0 clean, 1 a splat, leak, taint, silent
+# loss or unfinished run, 2 usage.
+. "$(dirname "$0")/lib.sh"
+
+[ $# -eq 5 ] || die "usage: stress.sh KOBJ INITRD OUT_DIR SMP SECONDS"
+kobj=$1 initrd=$2 dir=$3 smp=$4 secs=$5
+[[ $secs =~ ^[0-9]+$ ]] && [ "$secs" -gt 0 ] ||
+	die "STRESS_S=$secs: give the stress time in seconds, e.g. STRESS_S=600"
+# Boot and the final kmemleak scans of the debug kernel under TCG take
+# a few minutes at most; a guest that overruns this has hung.
+timeout=$((secs + 600))
+rm -rf "$dir"
+mkdir -p "$dir"
+cp "$kobj/.config" "$dir/kernel.config"
+t0=$SECONDS
+VMTEST_PROBE_CACHE=$BUILD/kvm-probe.json with_build_lock /usr/bin/python3 "$ROOT/qemu/vm.py" \
+	--kernel "$kobj/$(arch KERNEL_IMAGE)" --initrd "$initrd" --out "$dir" \
+	--smp "$smp" --timeout "$timeout" --stress "$secs"
+log "stress: guest run $((SECONDS - t0)) s (lock wait included)"
+exec /usr/bin/python3 "$ROOT/ci/stress.py" "$dir"
