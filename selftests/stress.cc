@@ -95,6 +95,7 @@ struct Fuzzed {
 	int fd = -1;
 	void *map = nullptr;
 	size_t len = 0;
+	bool writable = false; /* PROT_WRITE: the reader owns data_tail */
 };
 
 long tp_ids[3] = { -1, -1, -1 };
@@ -215,20 +216,23 @@ void fuzz_thread(unsigned seed)
 		} else if (op < 32) {
 			unmap(f);
 			size_t pages = 1 + (1u << (rng() % 6));
+			/* Read-only: the kernel overwrites the buffer. */
+			bool writable = rng() % 8;
 			void *m = mmap(nullptr, pages * 4096,
-				       PROT_READ | (rng() % 8 ? PROT_WRITE : 0),
+				       PROT_READ | (writable ? PROT_WRITE : 0),
 				       MAP_SHARED, f->fd, 0);
 			count("mmap", m != MAP_FAILED);
 			if (m != MAP_FAILED) {
 				f->map = m;
 				f->len = pages * 4096;
+				f->writable = writable;
 			}
 		} else if (op < 40) {
 			count("munmap", f->map != nullptr);
 			unmap(f);
 		} else if (op < 55) {
 			/* Consume whatever a writable buffer holds. */
-			if (f->map) {
+			if (f->map && f->writable) {
 				auto *mp = static_cast<perf_event_mmap_page *>(
 					f->map);
 				uint64_t head = __atomic_load_n(
@@ -237,7 +241,7 @@ void fuzz_thread(unsigned seed)
 					__atomic_store_n(&mp->data_tail, head,
 							 __ATOMIC_RELEASE);
 			}
-			count("consume", f->map != nullptr);
+			count("consume", f->map && f->writable);
 		} else if (op < 88) {
 			unsigned long flag =
 				rng() % 4 ? 0 : PERF_IOC_FLAG_GROUP;
@@ -288,7 +292,7 @@ void fuzz_thread(unsigned seed)
 			close(f->fd);
 			count("close", true);
 			if (f->map)
-				orphans.push_back({ -1, f->map, f->len });
+				orphans.push_back(*f);
 			evs.erase(evs.begin() + (f - evs.data()));
 			if (orphans.size() > 4 || rng() % 4 == 0) {
 				while (!orphans.empty()) {
