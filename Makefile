@@ -62,6 +62,9 @@ BENCH_SMP  := $(if $(filter command line,$(origin SMP)),$(SMP),$(shell nproc))
 # make stress: STRESS_S seconds of fuzzing and lifecycle storms on the
 # stress kernel (debug + kmemleak), in a guest with SMP vCPUs.
 STRESS_S   ?= 180
+# STRESS_ARGS=--percpu-groups,--repro-group-hotplug: more options for
+# the guest program (selftests/stress.cc).
+STRESS_ARGS ?=
 # ACCEL=kvm|tcg forces QEMU's accelerator; by default KVM is used only when
 # a short probe boot shows that it works (qemu/accel.py).
 export ACCEL
@@ -120,7 +123,7 @@ stress: ## fuzz and lifecycle storms on the debug kernel + kmemleak, STRESS_S se
 	@$(MAKE) --no-print-directory stress-run CONFIG=stress
 
 stress-run: kernel initramfs
-	@bash ci/stress.sh "$(KOBJ)" "$(INITRD)" "$(OUT)/stress" "$(SMP)" "$(STRESS_S)"
+	@STRESS_ARGS="$(STRESS_ARGS)" bash ci/stress.sh "$(KOBJ)" "$(INITRD)" "$(OUT)/stress" "$(SMP)" "$(STRESS_S)"
 
 vmtest-debug: ## make vmtest on the debug kernel (KASAN, lockdep, atomic sleep)
 	@$(MAKE) --no-print-directory vmtest CONFIG=debug

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage: stress.sh KOBJ INITRD OUT_DIR SMP SECONDS
+# usage: [STRESS_ARGS=a,b] stress.sh KOBJ INITRD OUT_DIR SMP SECONDS
 #
 # make stress: boot the stress kernel once running only selftests/stress
 # for SECONDS (qemu/init's vmtest.stress=), under the build lock, then
@@ -20,6 +20,7 @@ cp "$kobj/.config" "$dir/kernel.config"
 t0=$SECONDS
 VMTEST_PROBE_CACHE=$BUILD/kvm-probe.json with_build_lock /usr/bin/python3 "$ROOT/qemu/vm.py" \
 	--kernel "$kobj/$(arch KERNEL_IMAGE)" --initrd "$initrd" --out "$dir" \
-	--smp "$smp" --timeout "$timeout" --stress "$secs"
+	--smp "$smp" --timeout "$timeout" --stress "$secs" \
+	--stress-args "${STRESS_ARGS:-}"
 log "stress: guest run $((SECONDS - t0)) s (lock wait included)"
 exec /usr/bin/python3 "$ROOT/ci/stress.py" "$dir"

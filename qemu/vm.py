@@ -4,6 +4,7 @@
 usage: vm.py --kernel BZIMAGE --initrd CPIO --out DIR [--smp N] [--mem M]
              [--timeout S] [--filter GTEST_FILTER] [--jobs N]
              [--accel kvm|tcg] [--bench PLAN] [--stress SECONDS]
+             [--stress-args A,B]
 
 Writes DIR/console.log (ttyS0: boot log, KUnit, splats), DIR/results.log
 (ttyS1: the selftests' KTAP) and DIR/run.json (accelerator, times, exit
@@ -38,6 +39,8 @@ def command(a, qemu, accel_args):
         append += f" vmtest.bench={a.bench}"
     if a.stress:
         append += f" vmtest.stress={a.stress}"
+    if a.stress_args:
+        append += f" vmtest.stress_args={a.stress_args}"
     return cmd + ["-append", append]
 
 
@@ -61,6 +64,9 @@ def main(argv=None):
     ap.add_argument("--stress", type=int, default=0,
                     help="run make stress's guest program for this many "
                     "seconds instead of the tests")
+    ap.add_argument("--stress-args", default="",
+                    help="more options for the stress program, comma "
+                    "separated")
     ap.add_argument("--accel", default=os.environ.get("ACCEL", ""),
                     help="kvm or tcg; default: KVM when a probe boots, "
                     "else TCG")
