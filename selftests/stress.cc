@@ -22,7 +22,7 @@
  *			this thread, CPU offline/online, hostile user
  *			stacks (hostile_stack, 64- and 32-bit, every mode),
  *			ptrace attach/detach
- *	watch		a cpu-clock event with defer_callchain and
+ *	watch		a cpu-clock event per CPU with defer_callchain and
  *			defer_output, inherited by every thread and child,
  *			drained every 10 ms: the cookie accounting
  *
@@ -660,6 +660,7 @@ void account(Accounting *acc, perf::Event &ev)
 void repro_group_hotplug()
 {
 	int rounds = 0, joined = 0;
+	work::write_file("/dev/kmsg", "stress: repro-group-hotplug starts\n");
 	for (; rounds < 3; rounds++) {
 		perf_event_attr a{};
 		a.size = sizeof(a);
@@ -715,20 +716,24 @@ int main(int argc, char **argv)
 	tp_ids[2] = work::tracepoint_id("syscalls/sys_exit_getppid");
 
 	/*
-	 * The watch: one inherited event on this process, opened before any
-	 * thread or child exists, so it follows every one of them (and their
-	 * execs) into one 1 MiB buffer. Per-task, not per-CPU: a per-CPU
-	 * event is removed for good when its CPU goes offline, and the
-	 * cookies of the tasks returning there would look lost.
+	 * The watch: one inherited event per CPU on this process (perf
+	 * record's layout: an inherited per-task event cannot be mmapped
+	 * with cpu -1), opened before any thread or child exists, so it
+	 * follows every one of them and their execs. Per-task, not per-CPU
+	 * context: CPU hotplug removes a per-CPU context's events for good,
+	 * and the cookies of tasks returning there would look lost.
 	 */
-	std::vector<perf::Event> watch(1);
-	int e = watch[0].open(watch_attr(), 0, -1, 256);
-	if (e < 0) {
-		printf("stress-end seconds=0 ops=0 status=error "
-		       "reason=watch-open-errno%d\n", -e);
-		return 1;
+	std::vector<perf::Event> watch(g_ncpu);
+	for (int c = 0; c < g_ncpu; c++) {
+		int e = watch[c].open(watch_attr(), 0, c, 128);
+		if (e < 0) {
+			printf("stress-end seconds=0 ops=0 status=error "
+			       "reason=watch-open-cpu%d-errno%d\n",
+			       c, -e);
+			return 1;
+		}
+		watch[c].enable();
 	}
-	watch[0].enable();
 
 	double t0 = work::now_s();
 	g_until = t0 + seconds;
