@@ -21,6 +21,6 @@ t0=$SECONDS
 VMTEST_PROBE_CACHE=$BUILD/kvm-probe.json with_build_lock /usr/bin/python3 "$ROOT/qemu/vm.py" \
 	--kernel "$kobj/$(arch KERNEL_IMAGE)" --initrd "$initrd" --out "$dir" \
 	--smp "$smp" --timeout "$timeout" --stress "$secs" \
-	--stress-args "${STRESS_ARGS:-}"
+	--stress-args="${STRESS_ARGS:-}"
 log "stress: guest run $((SECONDS - t0)) s (lock wait included)"
 exec /usr/bin/python3 "$ROOT/ci/stress.py" "$dir"
