@@ -1,0 +1,167 @@
+"""make stress's host side (ci/stress.py) on a saved real run: the
+parser, the summary and each failure the verdict must catch, made from
+the real clean run by the smallest edit that produces it, and the real
+run that found a KASAN use-after-free. tests/data/stress/ holds both
+(README there)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import stress
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RUN = os.path.join(ROOT, "tests", "data", "stress", "clean")
+KASAN = os.path.join(ROOT, "tests", "data", "stress", "kasan")
+
+
+def read(run, name):
+    with open(os.path.join(run, name), errors="replace") as f:
+        return f.read()
+
+
+def judge(run):
+    """ci/stress.py as make stress runs it: (exit code, output)."""
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "ci",
+                                                     "stress.py"), run],
+                       capture_output=True, text=True)
+    return p.returncode, p.stdout + p.stderr
+
+
+@pytest.fixture
+def run(tmp_path):
+    dst = tmp_path / "stress"
+    shutil.copytree(RUN, dst)
+    return str(dst)
+
+
+def edit(run, name, old, new, count=1):
+    text = read(run, name)
+    assert old in text, old
+    with open(os.path.join(run, name), "w") as f:
+        f.write(text.replace(old, new, count))
+
+
+def test_parser_reads_every_line_of_the_real_run():
+    p = stress.parse(read(RUN, "results.log"))
+    assert p["done"] and p["exit"] == 0 and p["kmemleak"] == 0
+    assert p["start"]["defer_callchain"] == "yes"
+    assert p["end"]["status"] == "ok"
+    assert p["end"]["ops"] == sum(ok + bad for ok, bad in p["ops"].values())
+    for kind in stress.REQUIRED:
+        assert p["ops"][kind][0] > 0, kind
+    c = p["cookies"]
+    assert set(stress.COOKIE_FIELDS) <= set(c)
+    assert c["announced"] > 0 and c["matched"] <= c["announced"]
+    assert stress.problems(p, read(RUN, "results.log"),
+                           read(RUN, "console.log")) == []
+
+
+def test_the_real_run_passes_and_prints_its_counts(run):
+    code, out = judge(run)
+    assert code == 0, out
+    assert "stress: OK" in out
+    for kind in stress.REQUIRED:
+        assert kind in out
+    assert "cookies: samples" in out and "kmemleak: 0" in out
+    with open(os.path.join(run, "summary.json")) as f:
+        s = json.load(f)
+    assert s["problems"] == [] and s["kmemleak"] == 0
+
+
+def test_a_splat_fails(run):
+    edit(run, "console.log", "vmtest: console end marker",
+         "WARNING: CPU: 1 PID: 77 at kernel/unwind/deferred.c:99 x\n"
+         "vmtest: console end marker")
+    code, out = judge(run)
+    assert code == 1 and "kernel warning on the console" in out, out
+
+
+def test_a_kmemleak_report_fails(run):
+    edit(run, "results.log", "# vmtest-kmemleak: 0",
+         "# vmtest-kmemleak: 1\n"
+         "# kmemleak: unreferenced object 0xffff888 (size 64):")
+    code, out = judge(run)
+    assert code == 1 and "kmemleak: 1 unreferenced objects" in out, out
+
+
+def test_a_kernel_without_kmemleak_fails(run):
+    edit(run, "results.log", "# vmtest-kmemleak: 0",
+         "# vmtest-kmemleak: unavailable")
+    code, out = judge(run)
+    assert code == 1 and "kmemleak unavailable" in out, out
+
+
+def test_a_new_taint_fails(run):
+    text = read(run, "results.log")
+    start = text.split("# vmtest-taint-start: ")[1].split()[0]
+    edit(run, "results.log", f"# vmtest-taint-end: {start}",
+         f"# vmtest-taint-end: {int(start) | 512}")
+    code, out = judge(run)
+    assert code == 1 and "tainted during the run" in out, out
+
+
+def test_a_silent_loss_fails(run):
+    p = stress.parse(read(run, "results.log"))
+    c = p["cookies"]
+    edit(run, "results.log", f"unmatched={c['unmatched']} ",
+         f"unmatched={c['lost'] + 1} ")
+    code, out = judge(run)
+    assert code == 1 and "silent loss" in out, out
+
+
+def test_a_guest_that_does_not_finish_fails(run):
+    text = read(run, "results.log")
+    with open(os.path.join(run, "results.log"), "w") as f:
+        f.write(text[:text.index("stress-op ")])
+    code, out = judge(run)
+    assert code == 1, out
+    assert "no done marker" in out and "did not finish" in out, out
+
+
+def test_a_required_operation_missing_fails(run):
+    text = read(run, "results.log")
+    line = next(l for l in text.splitlines()
+                if l.startswith("stress-op kind=cpu-offline-online "))
+    edit(run, "results.log", line + "\n", "")
+    code, out = judge(run)
+    assert code == 1 and "cpu-offline-online never succeeded" in out, out
+
+
+def test_no_run_is_a_usage_error(tmp_path):
+    code, out = judge(str(tmp_path))
+    assert code == 2 and "make stress" in out
+
+
+def test_the_real_kasan_run_fails_with_the_report(tmp_path):
+    dst = tmp_path / "kasan"
+    shutil.copytree(KASAN, dst)
+    code, out = judge(str(dst))
+    assert code == 1, out
+    assert ("kernel bug on the console: BUG: KASAN: slab-use-after-free"
+            " in perf_event_update_time") in out
+    assert "tainted during the run" in out and "new flags B" in out
+    # Its counts are whole: the program itself ran to its end.
+    p = stress.parse(read(KASAN, "results.log"))
+    assert p["end"]["status"] == "ok" and p["exit"] == 0
+    assert p["ops"]["cpu-offline-online"][0] > 0
+
+
+def test_the_real_repro_run_fails_on_everything_it_found(tmp_path):
+    """STRESS_S=150 with --repro-group-hotplug: the 150 s of stress left
+    no splat, the reproducer then hit the same use-after-free; the watch
+    saw unmatched cookies and kernel addresses in user chains."""
+    src = os.path.join(ROOT, "tests", "data", "stress", "repro")
+    dst = tmp_path / "repro"
+    shutil.copytree(src, dst)
+    code, out = judge(str(dst))
+    assert code == 1, out
+    assert "BUG: KASAN: slab-use-after-free in perf_event_update_time" in out
+    assert "silent loss: 795 announced cookies" in out
+    assert "3 kernel addresses in user chains" in out
+    console = read(src, "console.log")
+    marker = console.index("stress: repro-group-hotplug starts")
+    assert "KASAN" not in console[:marker] and "KASAN" in console[marker:]
