@@ -1,8 +1,9 @@
-"""make stress's host side (ci/stress.py) on a saved real run: the
-parser, the summary and each failure the verdict must catch, made from
-the real clean run by the smallest edit that produces it, and the real
-run that found a KASAN use-after-free. tests/data/stress/ holds both
-(README there)."""
+"""make stress's host side (ci/stress.py) on saved runs: the parser, the
+summary and each failure the verdict must catch. No real clean run exists
+yet: "clean" is the real "repro" run edited to pass (console cut before
+the reproducer, unmatched and kernel-address counts zeroed), and each
+failure is made from it by the smallest edit; "kasan" is the real run
+that found a KASAN use-after-free. tests/data/stress/README says how."""
 import json
 import os
 import shutil
