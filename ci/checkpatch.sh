@@ -17,7 +17,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 printf '%s\n' "${series[@]}" | (cd "$src" && xargs -P "$(nproc)" -I{} sh -c \
 	'perl scripts/checkpatch.pl --strict --terse --show-types \
-		--ignore FILE_PATH_CHANGES "$1" >"$2/$(basename "$1").out" 2>&1
+		"$1" >"$2/$(basename "$1").out" 2>&1
 	echo $? >"$2/$(basename "$1").rc"' sh {} "$out")
 bad=0
 for p in "${series[@]}"; do
