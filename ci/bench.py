@@ -49,6 +49,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "ci"))
 from vmtest import splat  # noqa: E402
+from vmtest.kvline import fields  # noqa: E402
 
 MODES = ("none", "inplace", "deferred")
 # 8 bytes of PERF_CONTEXT_USER_DEFERRED, 8 of cookie.
@@ -65,23 +66,6 @@ RUN_FIELDS = ("wall_ns", "made", "samples", "sample_bytes", "tag_bytes",
               "walks_inplace", "walks_deferred", "receivers", "nevents",
               "user_frames", "inplace_samples", "inplace_excess",
               "fallback_entries")
-INT_FIELDS = RUN_FIELDS + ("depth", "k", "rep", "iterations", "chunk",
-                           "threads", "cpus", "workloads", "reps",
-                           "period_ns", "runs", "errors")
-
-
-def fields(line):
-    """'tag a=1 b=x' -> {'a': 1, 'b': 'x'} (numbers as int)."""
-    out = {}
-    for word in line.split()[1:]:
-        key, _, val = word.partition("=")
-        if key in INT_FIELDS:
-            try:
-                val = int(val)
-            except ValueError:
-                pass
-        out[key] = val
-    return out
 
 
 def parse(text):

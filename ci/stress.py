@@ -25,12 +25,12 @@ Exit: 0 clean, 1 a failure above, 2 no run in RUN_DIR.
 """
 import json
 import os
-import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "ci"))
 from vmtest import report, splat  # noqa: E402
+from vmtest.kvline import fields  # noqa: E402
 
 # Kinds every run must have done at least once, successfully: the
 # fuzzer's core and each lifecycle storm (selftests/stress.cc).
@@ -43,15 +43,6 @@ COOKIE_FIELDS = ("samples", "announced", "delivered", "matched",
                  "unmatched", "orphans", "duplicates", "fallback",
                  "no_user", "bad_marker", "kernel_ips", "lost",
                  "parse_errors")
-
-
-def fields(line):
-    """'tag a=1 b=x' -> {'a': 1, 'b': 'x'} (integers as int)."""
-    out = {}
-    for word in line.split()[1:]:
-        key, _, val = word.partition("=")
-        out[key] = int(val) if re.fullmatch(r"-?\d+", val) else val
-    return out
 
 
 def parse(text):

@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 import bench
+from vmtest import kvline
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
                     "bench")
@@ -139,7 +140,7 @@ def test_deferral_over_its_limit_fails(tmp_path, capsys):
     out = []
     for line in text.splitlines():
         if line.startswith("bench-run") and "mode=deferred" in line:
-            f = bench.fields(line)
+            f = kvline.fields(line)
             line = line.replace(f"records={f['records']} ",
                                 f"records={2 * f['records']} ")
         out.append(line)
@@ -150,8 +151,8 @@ def test_deferral_over_its_limit_fails(tmp_path, capsys):
 
 
 def test_fields_parses_numbers_and_words():
-    f = bench.fields("bench-run workload=long k=4 mode=none status=ok "
-                     "samples=12 reason=Invalid_argument")
+    f = kvline.fields("bench-run workload=long k=4 mode=none status=ok "
+                      "samples=12 reason=Invalid_argument")
     assert f == {"workload": "long", "k": 4, "mode": "none",
                  "status": "ok", "samples": 12,
                  "reason": "Invalid_argument"}
