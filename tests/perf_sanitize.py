@@ -89,35 +89,29 @@ def main(argv):
     argv = [a for a in argv if not a.startswith("-")]
     perf, dirs = argv[0], argv[1:]
     files = sorted(f for d in dirs for f in glob.glob(os.path.join(d, "*.data")))
-    runs = failed = 0
     tmp = tempfile.mkdtemp(prefix="perf-sanitize-")
+    # (name, how, perf's input options, file on stdin)
+    inputs = []
     for path in files:
-        inputs = [("file", ["-i", path], None)]
+        inputs.append((os.path.basename(path), "file", ["-i", path], None))
         if pipe:
             p = os.path.join(tmp, os.path.basename(path) + ".pipe")
             to_pipe(path, p)
-            inputs.append(("pipe", ["-i", "-"], p))
-        for mode, iargs, stdin in inputs:
-            for c in COMMANDS:
-                rc, bad, err = run(perf, [*c, *iargs], stdin, valgrind)
-                runs += 1
-                if bad:
-                    failed += 1
-                    print(f"FAIL {os.path.basename(path)} {mode} perf {' '.join(c)}: exit {rc}")
-                    print("\n".join("    " + l for l in err.splitlines()[:60]))
-                elif verbose:
-                    print(f"ok   {os.path.basename(path)} {mode} perf {' '.join(c)}: exit {rc}")
+            inputs.append((os.path.basename(path), "pipe", ["-i", "-"], p))
     if pipe:
-        for p in be_unaligned(tmp):
-            for c in COMMANDS:
-                rc, bad, err = run(perf, [*c, "-i", "-"], p, valgrind)
-                runs += 1
-                if bad:
-                    failed += 1
-                    print(f"FAIL {os.path.basename(p)} pipe perf {' '.join(c)}: exit {rc}")
-                    print("\n".join("    " + l for l in err.splitlines()[:40]))
-                elif verbose:
-                    print(f"ok   {os.path.basename(p)} pipe perf {' '.join(c)}: exit {rc}")
+        inputs += [(os.path.basename(p), "pipe", ["-i", "-"], p)
+                   for p in be_unaligned(tmp)]
+    runs = failed = 0
+    for name, mode, iargs, stdin in inputs:
+        for c in COMMANDS:
+            rc, bad, err = run(perf, [*c, *iargs], stdin, valgrind)
+            runs += 1
+            if bad:
+                failed += 1
+                print(f"FAIL {name} {mode} perf {' '.join(c)}: exit {rc}")
+                print("\n".join("    " + l for l in err.splitlines()[:60]))
+            elif verbose:
+                print(f"ok   {name} {mode} perf {' '.join(c)}: exit {rc}")
     print(f"{len(files)} files, {runs} runs, {failed} with a sanitizer/memcheck report or signal")
     return 1 if failed else 0
 
