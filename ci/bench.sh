@@ -15,12 +15,7 @@ quick) timeout=600 ;;
 full) timeout=1800 ;;
 *) die "BENCH=$plan: use BENCH=quick or BENCH=full" ;;
 esac
-rm -rf "$dir"
-mkdir -p "$dir"
-cp "$kobj/.config" "$dir/kernel.config"
 t0=$SECONDS
-VMTEST_PROBE_CACHE=$BUILD/kvm-probe.json with_build_lock /usr/bin/python3 "$ROOT/qemu/vm.py" \
-	--kernel "$kobj/$(arch KERNEL_IMAGE)" --initrd "$initrd" --out "$dir" \
-	--smp "$smp" --timeout "$timeout" --bench "$plan"
+boot_guest "$kobj" "$initrd" "$dir" "$smp" "$timeout" --bench "$plan"
 log "bench: guest run $((SECONDS - t0)) s (lock wait included)"
 exec /usr/bin/python3 "$ROOT/ci/bench.py" "$dir"

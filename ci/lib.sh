@@ -61,6 +61,23 @@ with_build_lock() {
 	flock "$KBUILD_LOCK" "$@"
 }
 
+# boot_guest KOBJ INITRD DIR SMP TIMEOUT [qemu/vm.py options...]: a fresh
+# run directory DIR holding the kernel's .config, and one boot of the
+# guest under the build lock: the guest is timed and samples under TCG, so
+# builds stay off the two cores. vm.py fails only on a setup error; what
+# the guest did is left in DIR for the caller's verdict.
+boot_guest() {
+	local kobj=$1 initrd=$2 dir=$3 smp=$4 timeout=$5
+	shift 5
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	cp "$kobj/.config" "$dir/kernel.config"
+	VMTEST_PROBE_CACHE=$BUILD/kvm-probe.json with_build_lock \
+		/usr/bin/python3 "$ROOT/qemu/vm.py" \
+		--kernel "$kobj/$(arch KERNEL_IMAGE)" --initrd "$initrd" \
+		--out "$dir" --smp "$smp" --timeout "$timeout" "$@"
+}
+
 # arch NAME: one setting of the guest architecture. qemu/x86_64.py is the
 # only place that knows them (image path, make target, QEMU arguments).
 arch() {

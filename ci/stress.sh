@@ -14,13 +14,8 @@ kobj=$1 initrd=$2 dir=$3 smp=$4 secs=$5
 # Boot and the final kmemleak scans of the debug kernel under TCG take
 # a few minutes at most; a guest that overruns this has hung.
 timeout=$((secs + 600))
-rm -rf "$dir"
-mkdir -p "$dir"
-cp "$kobj/.config" "$dir/kernel.config"
 t0=$SECONDS
-VMTEST_PROBE_CACHE=$BUILD/kvm-probe.json with_build_lock /usr/bin/python3 "$ROOT/qemu/vm.py" \
-	--kernel "$kobj/$(arch KERNEL_IMAGE)" --initrd "$initrd" --out "$dir" \
-	--smp "$smp" --timeout "$timeout" --stress "$secs" \
+boot_guest "$kobj" "$initrd" "$dir" "$smp" "$timeout" --stress "$secs" \
 	--stress-args="${STRESS_ARGS:-}"
 log "stress: guest run $((SECONDS - t0)) s (lock wait included)"
 exec /usr/bin/python3 "$ROOT/ci/stress.py" "$dir"

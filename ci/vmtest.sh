@@ -8,12 +8,6 @@
 . "$(dirname "$0")/lib.sh"
 
 kobj=$1 initrd=$2 dir=$3 smp=$4 timeout=$5 filter=${6:-}
-rm -rf "$dir"
-mkdir -p "$dir"
-cp "$kobj/.config" "$dir/kernel.config"
+boot_guest "$kobj" "$initrd" "$dir" "$smp" "$timeout" ${filter:+--filter "$filter"}
 cp "$initrd.programs" "$dir/programs.txt"
-# The guest is timed and samples under TCG: keep builds off the two cores.
-VMTEST_PROBE_CACHE=$BUILD/kvm-probe.json with_build_lock /usr/bin/python3 "$ROOT/qemu/vm.py" \
-	--kernel "$kobj/$(arch KERNEL_IMAGE)" --initrd "$initrd" --out "$dir" \
-	--smp "$smp" --timeout "$timeout" ${filter:+--filter "$filter"}
 exec bash "$ROOT/ci/verdict.sh" "$dir"
