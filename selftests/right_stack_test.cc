@@ -303,10 +303,8 @@ TEST(RightStack, UprobeDeferredChainIsTheProbedStack)
 	ASSERT_NE(fn, nullptr) << "rs_probed not in /proc/self/exe";
 	uint64_t site = (uint64_t)(uintptr_t)rs_probe_site;
 	ASSERT_TRUE(fn->contains(site));
-	char path[PATH_MAX];
-	ssize_t len = readlink("/proc/self/exe", path, sizeof(path) - 1);
-	ASSERT_GT(len, 0);
-	path[len] = 0;
+	std::string path = work::self_path();
+	ASSERT_FALSE(path.empty());
 	uint64_t offset = fn->file_offset + (site - fn->start);
 	int type = atoi(work::read_file(std::string(kUprobePmu) + "/type")
 				.c_str());
@@ -319,7 +317,7 @@ TEST(RightStack, UprobeDeferredChainIsTheProbedStack)
 	for (int deferred = 1; deferred >= 0; deferred--) {
 		o.defer_callchain = o.defer_output = deferred;
 		perf_event_attr a = session::make_attr(o);
-		a.config1 = (uint64_t)(uintptr_t)path; /* uprobe_path */
+		a.config1 = (uint64_t)(uintptr_t)path.c_str(); /* uprobe_path */
 		a.config2 = offset;		       /* probe_offset */
 		int r = s.open_attr(a, 0, -1, 256);
 		ASSERT_EQ(r, 0) << "uprobe on " << path << "+" << offset

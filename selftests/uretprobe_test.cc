@@ -9,7 +9,6 @@
  * crosses the trampoline's slot, where cs_outer must appear.
  */
 #include <gtest/gtest.h>
-#include <limits.h>
 #include <linux/perf_event.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -172,10 +171,8 @@ TEST(Uretprobe, DeferredChainRefusesAKernelReturnAddress)
 	long tp = work::tracepoint_id("syscalls/sys_enter_getppid");
 	if (tp < 0)
 		GTEST_SKIP() << "no tracepoint syscalls/sys_enter_getppid";
-	char path[PATH_MAX];
-	ssize_t len = readlink("/proc/self/exe", path, sizeof(path) - 1);
-	ASSERT_GT(len, 0);
-	path[len] = 0;
+	std::string path = work::self_path();
+	ASSERT_FALSE(path.empty());
 	std::string err;
 	std::vector<syms::Symbol> symbols = syms::load(path, &err);
 	const syms::Symbol *fn = syms::find(symbols, "ur_target");

@@ -187,16 +187,21 @@ Child::~Child()
 		close(go_);
 }
 
-std::string helper_path(const std::string &name)
+std::string self_path()
 {
 	char buf[4096];
 	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-	std::string dir = "/selftests";
-	if (n > 0) {
-		buf[n] = 0;
-		dir = buf;
-		dir = dir.substr(0, dir.rfind('/'));
-	}
+	if (n <= 0)
+		return "";
+	buf[n] = 0;
+	return buf;
+}
+
+std::string helper_path(const std::string &name)
+{
+	std::string self = self_path();
+	std::string dir = self.empty() ? "/selftests"
+				       : self.substr(0, self.rfind('/'));
 	return dir + "/" + name;
 }
 

@@ -80,6 +80,8 @@ private:
 	bool reaped_ = false;
 };
 
+/* The running test program's own file ("" if it cannot be read). */
+std::string self_path();
 /* A helper program installed next to the running test (/selftests/). */
 std::string helper_path(const std::string &name);
 
