@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 
 #include "lib/cookie_match.h"
@@ -37,7 +38,7 @@ extern "C" __attribute__((noinline)) int tp_read_loop(int fd, int n,
 	for (int i = 0; i < n; i++) {
 		ok += read(fd, buf, sizeof(buf)) > 0;
 		if (sleep)
-			usleep(200);
+			usleep(1000);
 	}
 	asm volatile("" ::: "memory");
 	return ok;
@@ -131,7 +132,14 @@ void sample_tracepoint(const char *tp, bool deferred)
 		    res.with_kernel_ip.empty() && !res.bad_marker_samples)
 		<< res.describe();
 	EXPECT_LE(res.unmatched.size(), 1u) << res.describe();
-	EXPECT_GE(with_reader, kReads - 1)
+	/*
+	 * A read entry is sampled once, so kReads records; a sleep switches
+	 * only when its timer has not expired before schedule(), which under
+	 * a slow (TCG, KASAN) guest is not every time: there, every record
+	 * but the enabling ioctl's must hold the reader.
+	 */
+	int want = is_switch ? (int)recs.size() - 1 : kReads - 1;
+	EXPECT_GE(with_reader, std::max(want, 1))
 		<< "records whose user chain holds tp_reader";
 	if (!is_switch) {
 		/* One sample per read entry, one record per entry. */
