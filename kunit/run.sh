@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the unwind_user / unwind_deferred KUnit suites alone, through the
+# Run the unwind_user / unwind_sframe / unwind_deferred KUnit suites alone, through the
 # kernel's kunit.py (x86_64 under QEMU, TCG), with ci/'s helpers: the one
 # build lock, ccache, the exit codes.
 #

@@ -46,6 +46,7 @@ FEATURE_OPTION = "CONFIG_UNWIND_USER=y"
 SERIES_KUNIT = {
     "CONFIG_UNWIND_USER_KUNIT_TEST": "unwind_user",
     "CONFIG_UNWIND_DEFERRED_KUNIT_TEST": "unwind_deferred",
+    "CONFIG_UNWIND_SFRAME_KUNIT_TEST": "unwind_sframe",
 }
 # A skip that is fine on a feature kernel: the test only applies without
 # the feature, or needs hardware no guest has (selftests/lib/test_class.h).
