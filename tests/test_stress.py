@@ -166,3 +166,100 @@ def test_the_real_repro_run_fails_on_everything_it_found(tmp_path):
     console = read(src, "console.log")
     marker = console.index("stress: repro-group-hotplug starts")
     assert "KASAN" not in console[:marker] and "KASAN" in console[marker:]
+
+
+def test_the_known_upstream_bug_is_named_not_hidden(tmp_path):
+    """The group-hotplug use-after-free is Linux 6.12's own (the unpatched
+    base has it: tests/data/stress/base-repro): both real runs that hit
+    it still fail, and their line names the bug, where it came and its
+    report."""
+    for name, where in (("repro", "after the reproducer's marker"),
+                        ("kasan", "during the stress")):
+        dst = tmp_path / name
+        shutil.copytree(os.path.join(ROOT, "tests", "data", "stress", name),
+                        dst)
+        code, out = judge(str(dst))
+        assert code == 1, out
+        line = next(l for l in out.splitlines() if "KASAN" in l)
+        assert line.startswith("stress: FAIL: kernel bug on the console: "
+                               "BUG: KASAN: slab-use-after-free"), line
+        assert "[perf-group-hotplug-uaf: known Linux 6.12 bug" in line
+        assert where in line and "doc/upstream/perf-group-hotplug-uaf.md" \
+            in line, line
+        assert "[B: the perf-group-hotplug-uaf report above]" in out
+
+
+def test_known_bugs_name_a_report_that_exists():
+    for k in stress.KNOWN:
+        assert os.path.exists(os.path.join(ROOT, k["doc"])), k["doc"]
+
+
+def test_another_kasan_report_is_not_called_known(tmp_path):
+    """Same first line, but freed elsewhere: not the known bug."""
+    dst = tmp_path / "repro"
+    shutil.copytree(os.path.join(ROOT, "tests", "data", "stress", "repro"),
+                    dst)
+    edit(str(dst), "console.log", " perf_release+", " other_release+")
+    code, out = judge(str(dst))
+    assert code == 1, out
+    assert "BUG: KASAN: slab-use-after-free in perf_event_update_time" in out
+    assert "perf-group-hotplug-uaf" not in out, out
+
+
+BASE_REPRO = os.path.join(ROOT, "tests", "data", "stress", "base-repro")
+
+
+@pytest.fixture
+def base_repro(tmp_path):
+    dst = tmp_path / "base-repro"
+    shutil.copytree(BASE_REPRO, dst)
+    return str(dst)
+
+
+def test_the_unpatched_base_has_the_bug(base_repro):
+    """--repro-only on Debian 6.12.117 without the series: no deferred
+    ABI, no stress, only the reproducer; the same KASAN report."""
+    p = stress.parse(read(base_repro, "results.log"))
+    assert p["start"]["mode"] == "repro-only"
+    assert p["start"]["defer_callchain"] == "no"
+    assert p["repro"]["joined"] == 3 and p["repro"]["refused_errno"] == 0
+    assert p["end"]["status"] == "ok"
+    code, out = judge(base_repro)
+    assert code == 1, out
+    assert "3 siblings accepted into the group of a hot-unplugged " \
+        "leader" in out
+    bad = [l for l in out.splitlines() if l.startswith("stress: FAIL: ")]
+    # Only the bug and its taint: the repro-only mode has no operation
+    # kinds, cookies or deferred ABI to judge.
+    assert len(bad) == 2, bad
+    assert "perf-group-hotplug-uaf: known Linux 6.12 bug" in bad[0]
+    assert "after the reproducer's marker" in bad[0]
+    assert "new flags B" in bad[1]
+    console = read(BASE_REPRO, "console.log")
+    marker = console.index("stress: repro-group-hotplug starts")
+    assert "KASAN" not in console[:marker]
+    assert "BUG: KASAN: slab-use-after-free in perf_event_update_time" \
+        in console[marker:]
+
+
+def test_repro_only_without_the_reproducer_fails(base_repro):
+    text = read(base_repro, "results.log")
+    line = next(l for l in text.splitlines()
+                if l.startswith("stress-repro "))
+    edit(base_repro, "results.log", line + "\n", "")
+    code, out = judge(base_repro)
+    assert code == 1 and "the reproducer did not run" in out, out
+
+
+def test_the_fixed_base_passes_the_reproducer(tmp_path):
+    """6.12.117 with the fix of doc/upstream/perf-group-hotplug-uaf.md:
+    the kernel refuses the sibling (ENODEV) and the repro-only run is
+    clean."""
+    dst = tmp_path / "fix-repro"
+    shutil.copytree(os.path.join(ROOT, "tests", "data", "stress",
+                                 "fix-repro"), dst)
+    p = stress.parse(read(str(dst), "results.log"))
+    assert p["repro"]["joined"] == 0 and p["repro"]["refused_errno"] == 19
+    code, out = judge(str(dst))
+    assert code == 0, out
+    assert "0 siblings accepted" in out and "stress: OK" in out
