@@ -10,6 +10,7 @@ one the tests skip.
 """
 import os
 import re
+import struct
 import subprocess
 
 import pytest
@@ -101,9 +102,47 @@ def hostile(tmp_path, size=None, nr=None):
 def test_malformed_record_rejected_with_offset(tmp_path, size, nr, args):
     path, off = hostile(tmp_path, size, nr)
     r = perf(*args, "-i", path, check=False)
+    # An error, as perf script has always made it; perf report too.
+    assert r.returncode != 0, f"perf {' '.join(args)}: exit 0\n{r.stderr}"
     assert f"{off:#x} [" in r.stderr and "malformed PERF_RECORD_CALLCHAIN_DEFERRED" in r.stderr, \
         r.stderr
     assert "DEFERRED CALLCHAIN [cookie" not in r.stdout
+
+
+def other_malformed(tmp_path, kind):
+    """A file whose third record is malformed in a way perf checked
+    before the series: a SAMPLE whose callchain nr runs past its end
+    (perf cannot parse it), a record smaller than its header, a record
+    of an unknown type whose size is not a multiple of 8."""
+    recs = [pd.comm(100, 100, "t0", 1),
+            pd.deferred_sample(100, 100, 5, pd.KERNEL_IPS, 0x1001)]
+    if kind == "sample-nr":
+        rec = pd.sample(100, 100, 6, [pd.CONTEXT_KERNEL] + pd.KERNEL_IPS)
+        rec = rec[:40] + (1000).to_bytes(8, "little") + rec[48:]
+        msg = "Can't parse sample"
+    elif kind == "short-header":
+        rec = struct.pack("<IHH", pd.RECORD_SAMPLE, 0, 4) + b"\0" * 4
+        msg = "[0x4]: failed to process type: 9"
+    else:
+        rec = pd._record(30, 0, b"\0" * 12)
+        msg = "[0x14]: failed to process type: 30"
+    path = str(tmp_path / f"{kind}.data")
+    pd.write(path, recs + [rec])
+    return path, msg
+
+
+@pytest.mark.parametrize("kind", ["sample-nr", "short-header", "unaligned-unknown"])
+@pytest.mark.parametrize("args", [["script"], ["report", "--stdio"], ["report", "-D"],
+                                  ["report", "--stdio", "--no-children", "-g", "caller"]])
+def test_malformed_records_fail_every_tool(tmp_path, kind, args):
+    """perf script has always exited with an error on a record it cannot
+    process; perf report printed the same error and exited 0, for every
+    kind of malformed record, so a script could not tell a truncated
+    report from a whole one.  Both fail now."""
+    path, msg = other_malformed(tmp_path, kind)
+    r = perf(*args, "-i", path, check=False)
+    assert msg in r.stderr, r.stderr
+    assert r.returncode != 0, f"perf {' '.join(args)}: exit 0\n{r.stderr}"
 
 
 def test_sample_without_record_shows_cookie_and_is_counted(tmp_path):
@@ -237,9 +276,10 @@ def test_malformed_record_in_a_pipe_rejected_with_offset(tmp_path):
     path = str(tmp_path / "hostile.pipe")
     pd.write(path, recs, pipe=True)
     off = 8 + pd.ATTR_SIZE_612 + sum(len(r) for r in recs[:2])
-    for args in (["script"], ["script", "--no-merge-callchains"], ["script", "-D"]):
+    for args in (["script"], ["script", "--no-merge-callchains"], ["script", "-D"],
+                 ["report", "--stdio"], ["report", "-D"]):
         r = perf_stdin(path, *args)
-        assert r.returncode != 0
+        assert r.returncode != 0, f"perf {' '.join(args)}: exit 0\n{r.stderr}"
         assert f"{off:#x} [0x14]: malformed PERF_RECORD_CALLCHAIN_DEFERRED" in r.stderr, r.stderr
         assert "DEFERRED CALLCHAIN [cookie" not in r.stdout
 
