@@ -335,3 +335,53 @@ def test_unknown_record_types_are_skipped(tmp_path, rtype):
     assert [int(x.split()[0], 16) for x in blocks(r.stdout)[0][1:]] == \
         pd.KERNEL_IPS + pd.USER_IPS
     assert f"Skipping records of type {rtype}, the first at 0x" in r.stderr
+
+
+# The same attr through a pipe ('perf record -o - | perf script' of a newer
+# perf): PERF_RECORD_HEADER_ATTR records instead of the file's attr section.
+
+def newer_pipe(tmp_path, attr_size=pd.ATTR_SIZE_612 + 16, extra=b""):
+    path = str(tmp_path / "newer.pipe")
+    pd.write(path, [pd.comm(100, 100, "t0", 1),
+                    pd.deferred_sample(100, 100, 5, pd.KERNEL_IPS, 0x1001),
+                    pd.callchain_deferred(100, 100, 6, 0x1001, pd.USER_IPS)],
+             attrs=[pd.attr(size=attr_size, extra=extra)], pipe=True)
+    return path
+
+
+@pytest.mark.parametrize("attr_size", [pd.ATTR_SIZE_612 + 8, pd.ATTR_SIZE_612 + 16])
+def test_pipe_larger_attr_with_zero_extra_is_read(tmp_path, attr_size):
+    path = newer_pipe(tmp_path, attr_size=attr_size)
+    r = perf_stdin(path, "script", "-F", "tid,ip", "-v")
+    assert r.returncode == 0, r.stderr
+    assert addresses(r.stdout)[0][1] == pd.KERNEL_IPS + pd.USER_IPS
+    assert "newer perf" in r.stderr and "all zero, ignored" in r.stderr, r.stderr
+    # What this perf writes of it again is what it knows: read back the same.
+    injected = str(tmp_path / "injected.pipe")
+    with open(path, "rb") as f, open(injected, "wb") as o:
+        subprocess.run([PERF, "inject", "-i", "-", "-o", "-"], stdin=f, stdout=o,
+                       check=True, timeout=120)
+    r = perf_stdin(injected, "script", "-F", "tid,ip")
+    assert r.returncode == 0, r.stderr
+    assert addresses(r.stdout)[0][1] == pd.KERNEL_IPS + pd.USER_IPS
+
+
+@pytest.mark.parametrize("args", [["script"], ["report", "--stdio"], ["script", "-D"]])
+def test_pipe_larger_attr_with_set_extra_is_refused_clearly(tmp_path, args):
+    path = newer_pipe(tmp_path, extra=b"\0\0\0\1")
+    r = perf_stdin(path, *args)
+    assert r.returncode != 0, r.stderr
+    assert ("perf_event_attr fields this perf does not know (byte 139 of the file's "
+            "152 byte attr is set") in r.stderr, r.stderr
+    assert "DEFERRED CALLCHAIN" not in r.stdout and "0x401200" not in r.stdout
+
+
+def test_pipe_attr_larger_than_its_record_is_refused(tmp_path):
+    """An attr.size past the end of its PERF_RECORD_HEADER_ATTR: refused,
+    not read past the record."""
+    path = str(tmp_path / "bad.pipe")
+    a = pd.attr(size=pd.ATTR_SIZE_612 + 16)[:pd.ATTR_SIZE_612]
+    pd.write(path, [pd.comm(100, 100, "t0", 1)], attrs=[a], pipe=True)
+    r = perf_stdin(path, "script")
+    assert r.returncode != 0, r.stderr
+    assert "PERF_RECORD_HEADER_ATTR" in r.stderr, r.stderr
