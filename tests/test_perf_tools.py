@@ -10,6 +10,7 @@ one the tests skip.
 """
 import os
 import re
+import struct
 import subprocess
 
 import pytest
@@ -101,9 +102,47 @@ def hostile(tmp_path, size=None, nr=None):
 def test_malformed_record_rejected_with_offset(tmp_path, size, nr, args):
     path, off = hostile(tmp_path, size, nr)
     r = perf(*args, "-i", path, check=False)
+    # An error, as perf script has always made it; perf report too.
+    assert r.returncode != 0, f"perf {' '.join(args)}: exit 0\n{r.stderr}"
     assert f"{off:#x} [" in r.stderr and "malformed PERF_RECORD_CALLCHAIN_DEFERRED" in r.stderr, \
         r.stderr
     assert "DEFERRED CALLCHAIN [cookie" not in r.stdout
+
+
+def other_malformed(tmp_path, kind):
+    """A file whose third record is malformed in a way perf checked
+    before the series: a SAMPLE whose callchain nr runs past its end
+    (perf cannot parse it), a record smaller than its header, a record
+    of an unknown type whose size is not a multiple of 8."""
+    recs = [pd.comm(100, 100, "t0", 1),
+            pd.deferred_sample(100, 100, 5, pd.KERNEL_IPS, 0x1001)]
+    if kind == "sample-nr":
+        rec = pd.sample(100, 100, 6, [pd.CONTEXT_KERNEL] + pd.KERNEL_IPS)
+        rec = rec[:40] + (1000).to_bytes(8, "little") + rec[48:]
+        msg = "Can't parse sample"
+    elif kind == "short-header":
+        rec = struct.pack("<IHH", pd.RECORD_SAMPLE, 0, 4) + b"\0" * 4
+        msg = "[0x4]: failed to process type: 9"
+    else:
+        rec = pd._record(30, 0, b"\0" * 12)
+        msg = "[0x14]: failed to process type: 30"
+    path = str(tmp_path / f"{kind}.data")
+    pd.write(path, recs + [rec])
+    return path, msg
+
+
+@pytest.mark.parametrize("kind", ["sample-nr", "short-header", "unaligned-unknown"])
+@pytest.mark.parametrize("args", [["script"], ["report", "--stdio"], ["report", "-D"],
+                                  ["report", "--stdio", "--no-children", "-g", "caller"]])
+def test_malformed_records_fail_every_tool(tmp_path, kind, args):
+    """perf script has always exited with an error on a record it cannot
+    process; perf report printed the same error and exited 0, for every
+    kind of malformed record, so a script could not tell a truncated
+    report from a whole one.  Both fail now."""
+    path, msg = other_malformed(tmp_path, kind)
+    r = perf(*args, "-i", path, check=False)
+    assert msg in r.stderr, r.stderr
+    assert r.returncode != 0, f"perf {' '.join(args)}: exit 0\n{r.stderr}"
 
 
 def test_sample_without_record_shows_cookie_and_is_counted(tmp_path):
@@ -237,9 +276,10 @@ def test_malformed_record_in_a_pipe_rejected_with_offset(tmp_path):
     path = str(tmp_path / "hostile.pipe")
     pd.write(path, recs, pipe=True)
     off = 8 + pd.ATTR_SIZE_612 + sum(len(r) for r in recs[:2])
-    for args in (["script"], ["script", "--no-merge-callchains"], ["script", "-D"]):
+    for args in (["script"], ["script", "--no-merge-callchains"], ["script", "-D"],
+                 ["report", "--stdio"], ["report", "-D"]):
         r = perf_stdin(path, *args)
-        assert r.returncode != 0
+        assert r.returncode != 0, f"perf {' '.join(args)}: exit 0\n{r.stderr}"
         assert f"{off:#x} [0x14]: malformed PERF_RECORD_CALLCHAIN_DEFERRED" in r.stderr, r.stderr
         assert "DEFERRED CALLCHAIN [cookie" not in r.stdout
 
@@ -295,3 +335,53 @@ def test_unknown_record_types_are_skipped(tmp_path, rtype):
     assert [int(x.split()[0], 16) for x in blocks(r.stdout)[0][1:]] == \
         pd.KERNEL_IPS + pd.USER_IPS
     assert f"Skipping records of type {rtype}, the first at 0x" in r.stderr
+
+
+# The same attr through a pipe ('perf record -o - | perf script' of a newer
+# perf): PERF_RECORD_HEADER_ATTR records instead of the file's attr section.
+
+def newer_pipe(tmp_path, attr_size=pd.ATTR_SIZE_612 + 16, extra=b""):
+    path = str(tmp_path / "newer.pipe")
+    pd.write(path, [pd.comm(100, 100, "t0", 1),
+                    pd.deferred_sample(100, 100, 5, pd.KERNEL_IPS, 0x1001),
+                    pd.callchain_deferred(100, 100, 6, 0x1001, pd.USER_IPS)],
+             attrs=[pd.attr(size=attr_size, extra=extra)], pipe=True)
+    return path
+
+
+@pytest.mark.parametrize("attr_size", [pd.ATTR_SIZE_612 + 8, pd.ATTR_SIZE_612 + 16])
+def test_pipe_larger_attr_with_zero_extra_is_read(tmp_path, attr_size):
+    path = newer_pipe(tmp_path, attr_size=attr_size)
+    r = perf_stdin(path, "script", "-F", "tid,ip", "-v")
+    assert r.returncode == 0, r.stderr
+    assert addresses(r.stdout)[0][1] == pd.KERNEL_IPS + pd.USER_IPS
+    assert "newer perf" in r.stderr and "all zero, ignored" in r.stderr, r.stderr
+    # What this perf writes of it again is what it knows: read back the same.
+    injected = str(tmp_path / "injected.pipe")
+    with open(path, "rb") as f, open(injected, "wb") as o:
+        subprocess.run([PERF, "inject", "-i", "-", "-o", "-"], stdin=f, stdout=o,
+                       check=True, timeout=120)
+    r = perf_stdin(injected, "script", "-F", "tid,ip")
+    assert r.returncode == 0, r.stderr
+    assert addresses(r.stdout)[0][1] == pd.KERNEL_IPS + pd.USER_IPS
+
+
+@pytest.mark.parametrize("args", [["script"], ["report", "--stdio"], ["script", "-D"]])
+def test_pipe_larger_attr_with_set_extra_is_refused_clearly(tmp_path, args):
+    path = newer_pipe(tmp_path, extra=b"\0\0\0\1")
+    r = perf_stdin(path, *args)
+    assert r.returncode != 0, r.stderr
+    assert ("perf_event_attr fields this perf does not know (byte 139 of the file's "
+            "152 byte attr is set") in r.stderr, r.stderr
+    assert "DEFERRED CALLCHAIN" not in r.stdout and "0x401200" not in r.stdout
+
+
+def test_pipe_attr_larger_than_its_record_is_refused(tmp_path):
+    """An attr.size past the end of its PERF_RECORD_HEADER_ATTR: refused,
+    not read past the record."""
+    path = str(tmp_path / "bad.pipe")
+    a = pd.attr(size=pd.ATTR_SIZE_612 + 16)[:pd.ATTR_SIZE_612]
+    pd.write(path, [pd.comm(100, 100, "t0", 1)], attrs=[a], pipe=True)
+    r = perf_stdin(path, "script")
+    assert r.returncode != 0, r.stderr
+    assert "PERF_RECORD_HEADER_ATTR" in r.stderr, r.stderr
