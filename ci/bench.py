@@ -33,6 +33,12 @@ of the repetitions of each mode:
                 after their entry's record was written are walked in
                 place (the series' fallback), one walk each
   overhead      the workload's wall time / none's
+  walk ns       the walktime mode (deferred, with each deferred walk timed
+                by a kprobe and a kretprobe on unwind_user_walk(), the
+                probes' cost included): the median time of one walk, for
+                the long workloads built with frame pointers and their
+                -sf twins built without, with .sframe; summary.txt
+                compares each pair (the SFrame walk's cost)
 
 Exit: 0 the run is whole (done marker, no splat, every run reported), 1
 it is not, or deferral broke its limits (more than one record or walk per
@@ -52,6 +58,9 @@ from vmtest import splat  # noqa: E402
 from vmtest.kvline import fields  # noqa: E402
 
 MODES = ("none", "inplace", "deferred")
+# Deferred with every walk timed: not in every row (bench.cc's modes()).
+TIMED = "walktime"
+DEFERRED_MODES = ("deferred", TIMED)
 # 8 bytes of PERF_CONTEXT_USER_DEFERRED, 8 of cookie.
 MARKER_BYTES = 16
 # Deferral's limits, counted, not timed: one record per receiving buffer
@@ -65,7 +74,7 @@ RUN_FIELDS = ("wall_ns", "made", "samples", "sample_bytes", "tag_bytes",
               "orphan_records", "untagged", "other_samples", "lost",
               "walks_inplace", "walks_deferred", "receivers", "nevents",
               "user_frames", "inplace_samples", "inplace_excess",
-              "fallback_entries")
+              "fallback_entries", "walk_ns", "walks_timed")
 
 
 def parse(text):
@@ -136,7 +145,7 @@ def derived(r):
     # (tid, tag) pairs: exact but for an interrupt taken right on the
     # return from another entry, before one user instruction ran
     # (compare entries and cookies of the deferred runs).
-    if r["mode"] == "deferred":
+    if r["mode"] in DEFERRED_MODES:
         e = max(r["cookies"] + r.get("fallback_entries", 0), 1)
     else:
         e = max(r["entries"], 1)
@@ -147,7 +156,7 @@ def derived(r):
         # chains add beyond a deferred sample's marker and cookie.
         "bytes_nofallback": (r["sample_bytes"] + r["record_bytes"] -
                              (r.get("inplace_excess", 0)
-                              if r["mode"] == "deferred" else 0)) / s,
+                              if r["mode"] in DEFERRED_MODES else 0)) / s,
         "record_size": r["record_bytes"] / r["records"] if r["records"]
         else 0.0,
         "samples_per_entry": r["samples"] / e,
@@ -162,7 +171,7 @@ def derived(r):
         # Deferred mode: samples whose user chain was walked in place
         # after all (taken after their entry's record was written).
         "fallback": r.get("inplace_samples", 0) / s
-        if r["mode"] == "deferred" else 0.0,
+        if r["mode"] in DEFERRED_MODES else 0.0,
         "wall_ms": r["wall_ns"] / 1e6,
     }
 
@@ -182,12 +191,13 @@ def aggregate(parsed):
             order.append(key)
         groups[key]["modes"].setdefault(r["mode"], []).append(r)
     walk_counter = any(v == "ok" for v in parsed["counters"].values())
+    unwind = {w["name"]: w.get("unwind", "fp") for w in parsed["workloads"]}
     rows = []
     for key in order:
         g = groups[key]
         row = {"workload": key[0], "events": key[1], "k": key[2],
-               "depth": g["depth"]}
-        for mode in MODES:
+               "depth": g["depth"], "unwind": unwind.get(key[0], "fp")}
+        for mode in MODES + (TIMED,):
             runs = g["modes"].get(mode, [])
             ok = [r for r in runs if r["status"] == "ok"]
             if not ok:
@@ -208,9 +218,13 @@ def aggregate(parsed):
             m["untagged"] = sum(r["untagged"] for r in ok)
             m["tags_vs_cookies"] = sum(r["entries"] - r["cookies"]
                                        for r in ok)
+            timed = [r["walk_ns"] for r in ok if r.get("walk_ns", -1) >= 0]
+            if mode == TIMED and timed:
+                m["walk_ns"] = median(timed)
+                m["walks_timed"] = sum(r["walks_timed"] for r in ok)
             row[mode] = m
         base = row["none"]
-        for mode in MODES:
+        for mode in MODES + (TIMED,):
             m = row[mode]
             if m["status"] == "ok" and base["status"] == "ok":
                 m["overhead"] = m["wall_ms"] / base["wall_ms"]
@@ -239,11 +253,12 @@ def aggregate(parsed):
 def limit_failures(rows):
     """Rows where deferral did more than once per entry what it may do once."""
     out = []
-    for row in rows:
-        d = row["deferred"]
+    for row, mode in ((r, m) for r in rows for m in DEFERRED_MODES):
+        d = row[mode]
         if d["status"] != "ok":
             continue
-        name = f"{row['workload']} {row['events']} K={row['k']}"
+        name = f"{row['workload']} {row['events']} K={row['k']}" + (
+            f" {mode}" if mode != "deferred" else "")
         if d["records_per_entry"] > LIMIT + LIMIT_SLACK:
             out.append(f"{name}: {d['records_per_entry']:.3f} deferred "
                        "records per entry per receiving buffer")
@@ -261,7 +276,7 @@ def fmt(v, spec, width):
 
 HEADER = ("workload   depth ev   K | bytes/sample: none inplace    deferred"
           "  floor    dev  -fb | smp/ent rec/ent |  walks/entry: inpl  defer"
-          "  fallbk | overhead: inpl defer | none ms")
+          "  fallbk | overhead: inpl defer | none ms | walk ns")
 
 
 def table(rows):
@@ -296,7 +311,9 @@ def table(rows):
         cells.append(fmt(i.get("overhead") if ok[1] else None, ".2f", 5))
         cells.append(fmt(d.get("overhead") if ok[2] else None, ".2f", 6)
                      + " |")
-        cells.append(fmt(n.get("wall_ms") if ok[0] else None, ".0f", 8))
+        cells.append(fmt(n.get("wall_ms") if ok[0] else None, ".0f", 8)
+                     + " |")
+        cells.append(fmt(row.get(TIMED, {}).get("walk_ns"), ".0f", 8))
         lines.append("".join(cells))
     return "\n".join(lines)
 
@@ -329,7 +346,46 @@ def headline(parsed, rows):
                           if w is not None else "") +
             f"; overhead {i['overhead']:.2f} in place, "
             f"{d['overhead']:.2f} deferred")
-    return "\n".join(out)
+    return "\n".join(out + walk_costs(rows))
+
+
+def walk_costs(rows):
+    """One line per SFrame workload whose frame-pointer twin (its name
+    without -sf) was timed too: the deferred walk's cost, both ways."""
+    out = []
+    for sf in rows:
+        fp = [r for r in rows if r["workload"] + "-sf" == sf["workload"]
+              and (r["events"], r["k"]) == (sf["events"], sf["k"])]
+        t_sf = sf.get(TIMED, {})
+        t_fp = fp[0].get(TIMED, {}) if fp else {}
+        if "walk_ns" not in t_sf or "walk_ns" not in t_fp:
+            continue
+        out.append(
+            f"deferred walk, depth {sf['depth']}: {t_fp['walk_ns']:.0f} ns "
+            f"with frame pointers ({fp[0]['workload']}, "
+            f"{t_fp['user_frames']:.0f} frames), {t_sf['walk_ns']:.0f} ns "
+            f"with SFrame ({sf['workload']}, {t_sf['user_frames']:.0f} "
+            f"frames): SFrame/FP {t_sf['walk_ns'] / t_fp['walk_ns']:.2f}"
+            + ("; the SFrame walk stops early (a kernel without SFrame?)"
+               if t_sf["user_frames"] < t_fp["user_frames"] else ""))
+    # Per frame: the difference between a kind's shallowest and deepest
+    # timed workloads, which leaves out what every walk costs alike (the
+    # probes, the first frame).
+    per = {}
+    for kind in ("fp", "sframe"):
+        timed = sorted((r for r in rows if r["unwind"] == kind and
+                        "walk_ns" in r.get(TIMED, {})),
+                       key=lambda r: r[TIMED]["user_frames"])
+        if len(timed) > 1:
+            lo, hi = timed[0][TIMED], timed[-1][TIMED]
+            if hi["user_frames"] > lo["user_frames"]:
+                per[kind] = ((hi["walk_ns"] - lo["walk_ns"]) /
+                             (hi["user_frames"] - lo["user_frames"]))
+    if len(per) == 2:
+        out.append(f"deferred walk per frame: {per['fp']:.0f} ns with "
+                   f"frame pointers, {per['sframe']:.0f} ns with SFrame: "
+                   f"SFrame/FP {per['sframe'] / per['fp']:.2f}")
+    return out
 
 
 def headline_rows(rows):
@@ -356,14 +412,17 @@ def flat(rows):
             "samples_per_entry",
             "records_per_entry", "walks_inplace", "walks_deferred",
             "fallback", "overhead", "wall_ms", "user_frames"]
-    header = ["workload", "events", "k", "depth"] + \
-        [f"{m}_{k}" for m in MODES for k in ["status"] + keys]
+    timed_keys = ["walk_ns", "walks_timed", "user_frames"]
+    header = ["workload", "events", "k", "depth", "unwind"] + \
+        [f"{m}_{k}" for m in MODES for k in ["status"] + keys] + \
+        [f"{TIMED}_{k}" for k in ["status"] + timed_keys]
     out = []
     for row in rows:
-        line = [row["workload"], row["events"], row["k"], row["depth"]]
-        for m in MODES:
+        line = [row["workload"], row["events"], row["k"], row["depth"],
+                row["unwind"]]
+        for m, ks in [(m, keys) for m in MODES] + [(TIMED, timed_keys)]:
             line.append(row[m]["status"])
-            for k in keys:
+            for k in ks:
                 v = row[m].get(k)
                 line.append("" if v is None else
                             round(v, 4) if isinstance(v, float) else v)

@@ -12,6 +12,9 @@
  *	inplace		user chain walked in the sampling interrupt
  *	deferred	defer_callchain on every event, defer_output on the
  *			first: one PERF_RECORD_CALLCHAIN_DEFERRED per entry
+ *	walktime	deferred, and each deferred walk timed (below); only
+ *			for the workloads that pair a frame-pointer build
+ *			with an SFrame one, at the smallest K
  *
  * Kernel entries are counted exactly, in every mode and on any kernel:
  * the workload keeps a tag (magic | sequence number) in %r12 across each
@@ -23,6 +26,14 @@
  * kprobe PMU counters on the workload (inherited by its threads): on
  * perf_callchain_user() (the in-place walk) and unwind_user_walk() (the
  * deferred one; a cache hit does not walk).
+ *
+ * The walk's cost: in walktime mode a kprobe and a kretprobe on
+ * unwind_user_walk() sample the workload (PERF_SAMPLE_TIME), and
+ * each return's time minus its entry's is one walk's time, the probes'
+ * own cost included (the same for every workload). The long-sf workloads
+ * run the long ones' loop built without frame pointers, with .sframe
+ * (bench_sframe.c): their walk reads .sframe where long's follows frame
+ * pointers, through the same number of frames.
  *
  * A mode the kernel lacks prints status=unsupported with the errno.
  */
@@ -77,6 +88,8 @@ struct Workload {
 	int depth;	   /* bench_recurse() frames above the loop */
 	size_t chunk;	   /* read size for the syscall workloads */
 	bool per_cpu;	   /* per-CPU events (perf record -a) */
+	bool sframe = false; /* the loop of bench_sframe.c (Kind::Long) */
+	bool timed = false;  /* walktime mode runs too (single thread) */
 };
 
 struct Plan {
@@ -88,8 +101,14 @@ struct Plan {
 };
 
 /* An 8 MiB read of /dev/zero takes ~2 ms under TCG: ~8 periods. */
-const Workload kLong = { "long", Kind::Long, 16, 8 << 20, false };
-const Workload kLongDeep = { "long-deep", Kind::Long, 128, 8 << 20, false };
+const Workload kLong = { "long", Kind::Long, 16, 8 << 20, false, false,
+			 true };
+const Workload kLongDeep = { "long-deep", Kind::Long, 128, 8 << 20, false,
+			     false, true };
+const Workload kLongSf = { "long-sf", Kind::Long, 16, 8 << 20, false, true,
+			   true };
+const Workload kLongDeepSf = { "long-deep-sf", Kind::Long, 128, 8 << 20,
+			       false, true, true };
 const Workload kShort = { "short", Kind::Short, 16, 4096, false };
 const Workload kCpu = { "cpu", Kind::Cpu, 16, 0, false };
 const Workload kCpuDeep = { "cpu-deep", Kind::Cpu, 128, 0, false };
@@ -98,13 +117,21 @@ const Workload kPerCpu = { "percpu", Kind::PerCpu, 16, 8 << 20, true };
 Plan plan_for(const std::string &name)
 {
 	if (name == "quick")
-		return { { kLong, kLongDeep, kCpu, kPerCpu }, { 1, 4 }, 3, 0.15,
-			 250000 };
-	return { { kLong, kLongDeep, kShort, kCpu, kCpuDeep, kPerCpu },
+		return { { kLong, kLongDeep, kLongSf, kLongDeepSf, kCpu,
+			   kPerCpu },
+			 { 1, 4 }, 3, 0.15, 250000 };
+	return { { kLong, kLongDeep, kLongSf, kLongDeepSf, kShort, kCpu,
+		   kCpuDeep, kPerCpu },
 		 { 1, 2, 4, 8 }, 3, 0.3, 250000 };
 }
 
 const char *kModes[] = { "none", "inplace", "deferred" };
+const char *kTimedMode = "walktime";
+
+bool deferred_mode(const std::string &mode)
+{
+	return mode == "deferred" || mode == kTimedMode;
+}
 
 /* ---- the workload (in the forked child) ---- */
 
@@ -119,6 +146,7 @@ struct Shared {
 	uint64_t iterations; /* per thread: syscalls or loop iterations */
 	size_t chunk;
 	int kind;
+	int sframe;
 	int depth;
 	int threads;
 };
@@ -211,15 +239,30 @@ extern "C" __attribute__((noinline)) long bench_recurse(int depth, Shared *sh,
 	return r;
 }
 
+extern "C" long bench_sf_recurse(int depth, int fd, char *buf, size_t chunk,
+				uint64_t n, uint64_t magic);
+
+/* The workload's frames and loop: frame-pointer or SFrame code. */
+__attribute__((noinline)) long recurse(Shared *sh, bool dry)
+{
+	if (!sh->sframe)
+		return bench_recurse(sh->depth, sh, dry);
+	uint64_t n = dry ? 0 : sh->iterations;
+	long r = bench_sf_recurse(sh->depth, zero_fd, buf, sh->chunk, n,
+				  kTagMagic);
+	sh->entries_made += n;
+	return r;
+}
+
 void *worker(void *arg)
 {
 	Shared *sh = (Shared *)arg;
 	prepare(sh);
-	bench_recurse(sh->depth, sh, true);
+	recurse(sh, true);
 	sh->waiting++;
 	while (sh->go.load() == 0)
 		futex_wait(&sh->go, 0, kTagGo);
-	bench_recurse(sh->depth, sh, false);
+	recurse(sh, false);
 	if (--sh->running == 0)
 		futex_wake(&sh->running, kTagEnd - 1);
 	for (;;) /* exit_group() of the main thread ends us */
@@ -251,7 +294,7 @@ void *worker(void *arg)
 	}
 	if (!sh->threads) {
 		prepare(sh);
-		bench_recurse(sh->depth, sh, true);
+		recurse(sh, true);
 	}
 	while (sh->waiting.load() < sh->threads)
 		sched_yield(); /* before go: the events are still off */
@@ -266,7 +309,7 @@ void *worker(void *arg)
 		while ((r = sh->running.load()) != 0)
 			futex_wait(&sh->running, r, tag--);
 	} else {
-		bench_recurse(sh->depth, sh, false);
+		recurse(sh, false);
 	}
 	sh->wall_ns = work::now_ns() - t0;
 	tagged_syscall(SYS_exit_group, 0, 0, 0, 0, kTagEnd);
@@ -287,6 +330,8 @@ struct Result {
 	/* Tagged entries none of whose samples carries a cookie. */
 	uint64_t fallback_entries = 0;
 	int64_t walks_inplace = -1, walks_deferred = -1;
+	int64_t walk_ns = -1;	  /* walktime: median time of one walk */
+	uint64_t walks_timed = 0; /* walktime: walks with both probes */
 	int receivers = 0, events = 0;
 };
 
@@ -309,6 +354,57 @@ int open_walk_counter(const char *func, pid_t pid)
 	a.config1 = (uint64_t)(uintptr_t)func; /* kprobe_func */
 	a.inherit = 1;
 	return perf::open_event(&a, pid, -1);
+}
+
+/*
+ * Walktime mode: samples of the kprobe (ret: the kretprobe) on func in
+ * pid, with their times: 0 or -errno. Not inherited (a per-task event
+ * that is cannot be mmapped): the timed workloads run in the child's
+ * main thread.
+ */
+int open_walk_timer(session::Session *t, const char *func, bool ret,
+		    pid_t pid)
+{
+	int type = kprobe_type();
+	if (type < 0)
+		return -ENOENT;
+	perf_event_attr a{};
+	a.size = sizeof(a);
+	a.type = type;
+	a.config = ret; /* the kprobe PMU's "retprobe" bit, config:0 */
+	a.config1 = (uint64_t)(uintptr_t)func;
+	a.sample_period = 1;
+	a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	a.disabled = 1;
+	return t->open_attr(a, pid, -1, 512);
+}
+
+/*
+ * The median time from each entry of buffer 0 to the next return of the
+ * same thread in buffer 1 of t, and how many such pairs there were.
+ */
+void walk_times(const session::Session &t, Result *res)
+{
+	std::string err;
+	std::map<uint32_t, std::vector<std::pair<uint64_t, bool>>> by_tid;
+	for (size_t b = 0; b < 2; b++)
+		for (const perf::Sample &sm : t.samples(b, &err))
+			by_tid[sm.sid.tid].push_back({ sm.sid.time, b == 1 });
+	std::vector<uint64_t> ns;
+	for (auto &[tid, ev] : by_tid) {
+		std::sort(ev.begin(), ev.end());
+		uint64_t entry = 0;
+		for (auto &[time, is_ret] : ev) {
+			if (is_ret && entry)
+				ns.push_back(time - entry);
+			entry = is_ret ? 0 : time;
+		}
+	}
+	if (!err.empty() || ns.empty())
+		return;
+	std::sort(ns.begin(), ns.end());
+	res->walk_ns = (int64_t)ns[ns.size() / 2];
+	res->walks_timed = ns.size();
 }
 
 int64_t read_counter(int fd)
@@ -339,7 +435,7 @@ perf_event_attr sampling_attr(const Plan &p, const std::string &mode,
 	/* perf record's tracking event is its first one. */
 	a.comm = a.task = receiver;
 	a.exclude_callchain_user = mode == "none";
-	if (mode == "deferred") {
+	if (deferred_mode(mode)) {
 		perf_abi::set_attr_bit(&a, perf_abi::kDeferCallchainBit);
 		if (receiver)
 			perf_abi::set_attr_bit(&a, perf_abi::kDeferOutputBit);
@@ -447,6 +543,7 @@ Result run_one(const Plan &p, const Workload &w, int k,
 	new (sh) Shared();
 	sh->kind = (int)w.kind;
 	sh->depth = w.depth;
+	sh->sframe = w.sframe;
 	sh->chunk = w.chunk;
 	sh->iterations = iterations;
 	int ncpu = session::online_cpus().size();
@@ -471,36 +568,49 @@ Result run_one(const Plan &p, const Workload &w, int k,
 
 	int walk_in = open_walk_counter("perf_callchain_user", pid);
 	int walk_def = open_walk_counter("unwind_user_walk", pid);
-	session::Session s;
+	session::Session s, timer;
 	std::vector<int> cpus = w.per_cpu ? session::online_cpus() :
 					    std::vector<int>{ -1 };
 	int err = 0;
+	if (mode == kTimedMode) {
+		err = open_walk_timer(&timer, "unwind_user_walk", false, pid);
+		if (!err)
+			err = open_walk_timer(&timer, "unwind_user_walk", true,
+					      pid);
+	}
 	for (int cpu : cpus)
 		for (int i = 0; i < k && !err; i++) {
 			perf_event_attr a = sampling_attr(p, mode, i == 0);
 			/* 2 MiB each, drained every 20 ms: nothing lost. */
 			err = s.open_attr(a, w.per_cpu ? -1 : pid, cpu, 512);
 			res.events += !err;
-			res.receivers += !err && i == 0 && mode == "deferred";
+			res.receivers += !err && i == 0 && deferred_mode(mode);
 		}
 	char c = 's';
 	if (err || write(setup[1], &c, 1) != 1 || read(ready[0], &c, 1) != 1) {
 		kill(pid, SIGKILL);
 		waitpid(pid, nullptr, 0);
-		res.status = err == -EINVAL && mode == "deferred" ?
+		/* No defer_callchain, or (walktime) no kprobe PMU or
+		 * no unwind_user_walk to probe. */
+		res.status = deferred_mode(mode) &&
+			(err == -EINVAL || err == -ENOENT) ?
 				     "unsupported" : "error";
 		res.reason = err ? strerror(-err) : "child setup";
 	} else {
 		s.enable();
+		timer.enable();
 		sh->go = 1;
 		futex_wake(&sh->go, 0);
 		int st = 0;
 		while (waitpid(pid, &st, WNOHANG) == 0) {
 			s.drain();
+			timer.drain();
 			usleep(20000);
 		}
 		s.disable();
+		timer.disable();
 		s.drain();
+		timer.drain();
 		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
 			res.status = "error";
 			res.reason = "workload exit status " + std::to_string(st);
@@ -509,9 +619,11 @@ Result run_one(const Plan &p, const Workload &w, int k,
 		res.walks_deferred = read_counter(walk_def);
 		res.wall_ns = sh->wall_ns;
 		res.made = sh->entries_made;
-		res.lost = s.lost();
+		res.lost = s.lost() + timer.lost();
 		if (res.status == "ok")
 			account(s, pid, &res);
+		if (res.status == "ok" && mode == kTimedMode)
+			walk_times(timer, &res);
 	}
 	if (walk_in >= 0)
 		close(walk_in);
@@ -561,7 +673,8 @@ void print_run(const Workload &w, int k, const std::string &mode, int rep,
 	       "cookies=%llu unmatched=%llu orphan_records=%llu untagged=%llu "
 	       "other_samples=%llu lost=%llu walks_inplace=%lld "
 	       "walks_deferred=%lld receivers=%d nevents=%d user_frames=%llu "
-	       "inplace_samples=%llu inplace_excess=%llu fallback_entries=%llu\n",
+	       "inplace_samples=%llu inplace_excess=%llu fallback_entries=%llu "
+	       "walk_ns=%lld walks_timed=%llu\n",
 	       (unsigned long long)r.wall_ns, (unsigned long long)r.made,
 	       (unsigned long long)r.samples,
 	       (unsigned long long)r.sample_bytes,
@@ -577,8 +690,18 @@ void print_run(const Workload &w, int k, const std::string &mode, int rep,
 	       (unsigned long long)r.user_frames,
 	       (unsigned long long)r.inplace_samples,
 	       (unsigned long long)r.inplace_excess,
-	       (unsigned long long)r.fallback_entries);
+	       (unsigned long long)r.fallback_entries, (long long)r.walk_ns,
+	       (unsigned long long)r.walks_timed);
 	fflush(stdout);
+}
+
+/* The modes of one workload and K: walktime once, at the smallest K. */
+std::vector<std::string> modes(const Plan &p, const Workload &w, int k)
+{
+	std::vector<std::string> m(std::begin(kModes), std::end(kModes));
+	if (w.timed && k == p.ks.front())
+		m.push_back(kTimedMode);
+	return m;
 }
 
 } // namespace
@@ -624,17 +747,18 @@ int main(int argc, char **argv)
 	for (const Workload &w : p.workloads) {
 		iters[w.name] = calibrate(p, w);
 		printf("bench-workload name=%s depth=%d events=%s iterations=%llu "
-		       "chunk=%zu threads=%d\n",
+		       "chunk=%zu threads=%d unwind=%s timed=%s\n",
 		       w.name, w.depth, w.per_cpu ? "cpu" : "task",
 		       (unsigned long long)iters[w.name], w.chunk,
-		       w.per_cpu ? 2 * (int)session::online_cpus().size() : 1);
+		       w.per_cpu ? 2 * (int)session::online_cpus().size() : 1,
+		       w.sframe ? "sframe" : "fp", w.timed ? "yes" : "no");
 	}
 	/* Repetitions outermost, modes innermost: drift hits all alike. */
 	int failed = 0, runs = 0;
 	for (int rep = 1; rep <= p.reps; rep++)
 		for (const Workload &w : p.workloads)
 			for (int k : p.ks)
-				for (const char *mode : kModes) {
+				for (const std::string &mode : modes(p, w, k)) {
 					Result r = run_one(p, w, k, mode,
 							   iters[w.name]);
 					print_run(w, k, mode, rep, r);
