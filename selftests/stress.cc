@@ -80,6 +80,8 @@
 namespace {
 
 std::atomic<bool> g_stop{ false };
+/* Stress threads still running: the watch drains until none is left. */
+std::atomic<int> g_running{ 0 };
 double g_until = 0;
 int g_ncpu = 1;
 /* The pid of the lifecycle child running now (0: none): fuzzed per-task
@@ -547,7 +549,13 @@ struct Accounting {
 	struct State {
 		bool announced = false, delivered = false;
 	};
-	/* (cookie, tid) -> seen; dropped once both sides were seen. */
+	/*
+	 * (cookie, tid) -> seen, kept once both sides were seen: one kernel
+	 * entry may have several samples, in several CPUs' buffers, and one
+	 * drained after its record (the task moved to a buffer drained
+	 * earlier in the same pass) must find the entry matched, not open a
+	 * new one that no record will ever close.
+	 */
 	std::map<std::pair<uint64_t, uint32_t>, State> open;
 
 	void announce(uint64_t cookie, uint32_t tid)
@@ -557,10 +565,8 @@ struct Accounting {
 			return;
 		s.announced = true;
 		announced++;
-		if (s.delivered) {
+		if (s.delivered)
 			matched++;
-			open.erase({ cookie, tid });
-		}
 	}
 	void deliver(uint64_t cookie, uint32_t tid)
 	{
@@ -572,10 +578,8 @@ struct Accounting {
 		}
 		s.delivered = true;
 		delivered++;
-		if (s.announced) {
+		if (s.announced)
 			matched++;
-			open.erase(key);
-		}
 	}
 	uint64_t unmatched() const
 	{
@@ -725,11 +729,18 @@ int main(int argc, char **argv)
 	double t0 = work::now_s();
 	g_until = t0 + seconds;
 	std::vector<std::thread> threads;
+	auto start = [&](void (*fn)(unsigned), unsigned seed) {
+		g_running++;
+		threads.emplace_back([fn, seed] {
+			fn(seed);
+			g_running--;
+		});
+	};
 	for (unsigned i = 0; i < 2; i++)
-		threads.emplace_back(fuzz_thread, 1000 + i);
+		start(fuzz_thread, 1000 + i);
 	for (unsigned i = 0; i < 2; i++)
-		threads.emplace_back(work_thread, 2000 + i);
-	threads.emplace_back(life_thread, 3000);
+		start(work_thread, 2000 + i);
+	start(life_thread, 3000);
 
 	Accounting acc;
 	double last = t0;
@@ -747,13 +758,31 @@ int main(int argc, char **argv)
 		}
 	}
 	g_stop = true;
+	/*
+	 * Keep draining until every thread is done: the lifecycle step in
+	 * progress may take seconds (an exec chain, 40 migrations), and
+	 * undrained buffers would fill and drop records meanwhile.
+	 */
+	while (g_running.load()) {
+		usleep(10000);
+		for (auto &w : watch)
+			account(&acc, w);
+	}
 	for (auto &t : threads)
 		t.join();
-	/* Every task has returned to user space or died: a pending record
-	 * has been written by now. */
+	/*
+	 * Every task has returned to user space or died: a pending record
+	 * has been written by now. Drain, then disable every watch before
+	 * the last drain: a record is written to the event of the CPU the
+	 * task returns on, so disabling one buffer after the other while
+	 * draining could refuse the record of a sample already read.
+	 */
 	usleep(100000);
-	for (auto &w : watch) {
+	for (auto &w : watch)
+		account(&acc, w);
+	for (auto &w : watch)
 		w.disable();
+	for (auto &w : watch) {
 		account(&acc, w);
 		acc.lost += w.lost();
 	}
