@@ -42,7 +42,14 @@
  *	stress-cookies samples=N announced=N delivered=N matched=N
  *		unmatched=N orphans=N duplicates=N fallback=N no_user=N
  *		bad_marker=N kernel_ips=N lost=N
+ *	stress-unmatched c=COOKIE tid=T who=W t=S before_end=S cpu=N
+ *		buf=N records_tids=T,...|-     up to 50, one per unmatched
+ *		cookie (who: main, fuzz, work, life, child:<kind>, unknown)
  *	stress-end seconds=S ops=N status=ok|error [reason=...]
+ * --trace-cookies: after each stress-unmatched line, the lines of the
+ * kernel's trace holding "UDBG ... c=<cookie>" (stress-udbg-line), for a
+ * kernel instrumented with trace_printk() at request, callback and output
+ * (not the series); the trace buffer is enlarged for the run.
  * A failed operation is the kernel saying no (EINVAL, ESRCH, ...): a
  * fuzzer's normal diet, counted, never judged. Exit 0 when the program
  * ran to its end, 1 when it could not (the harness judges the kernel).
@@ -64,9 +71,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -80,12 +89,41 @@
 namespace {
 
 std::atomic<bool> g_stop{ false };
+/* Stress threads still running: the watch drains until none is left. */
+std::atomic<int> g_running{ 0 };
 double g_until = 0;
 int g_ncpu = 1;
 /* The pid of the lifecycle child running now (0: none): fuzzed per-task
  * events target it too, so they see it exec, migrate and die. */
 std::atomic<pid_t> g_child{ 0 };
 bool g_percpu_groups = false;
+/* --trace-cookies: join the kernel's "UDBG ... c=<cookie>" trace lines */
+bool g_trace_cookies = false;
+
+/*
+ * Who a TID is, for the unmatched cookies: the stress process's threads
+ * and the lifecycle children by kind (their own threads are not named).
+ */
+std::mutex g_who_mu;
+std::map<pid_t, std::string> g_who;
+std::atomic<int> g_kind_idx{ -1 };
+const char *g_kind_names[] = { "fork-exit", "exec-64-32-64",
+			       "thread-exit-in-syscall", "sigkill", "migrate",
+			       "cpu-offline-online", "hostile", "hostile",
+			       "ptrace" };
+
+void name_tid(pid_t tid, const std::string &who)
+{
+	std::lock_guard<std::mutex> l(g_who_mu);
+	g_who[tid] = who;
+}
+
+std::string who_is(pid_t tid)
+{
+	std::lock_guard<std::mutex> l(g_who_mu);
+	auto it = g_who.find(tid);
+	return it == g_who.end() ? "unknown" : it->second;
+}
 
 /* Operation counts, by kind. */
 std::mutex g_ops_mu;
@@ -188,6 +226,7 @@ void random_attr(std::mt19937_64 &rng, perf_event_attr *a)
 void fuzz_thread(unsigned seed)
 {
 	std::mt19937_64 rng(seed);
+	name_tid(gettid(), "fuzz");
 	std::vector<Fuzzed> evs, orphans;
 	auto pick = [&]() -> Fuzzed * {
 		return evs.empty() ? nullptr : &evs[rng() % evs.size()];
@@ -338,6 +377,7 @@ void fuzz_thread(unsigned seed)
 void work_thread(unsigned seed)
 {
 	std::mt19937_64 rng(seed);
+	name_tid(gettid(), "work");
 	int fd = open("/dev/zero", O_RDONLY);
 	while (running()) {
 		int depth = 1 + rng() % 160;
@@ -361,8 +401,12 @@ template <typename F> pid_t fork_child(F fn)
 		fn();
 		_exit(0);
 	}
-	if (pid > 0)
+	if (pid > 0) {
 		g_child.store(pid);
+		int k = g_kind_idx.load();
+		name_tid(pid, std::string("child:") +
+				      (k >= 0 ? g_kind_names[k] : "?"));
+	}
 	return pid;
 }
 
@@ -443,7 +487,9 @@ void life_thread(unsigned seed)
 	bool hotplug = g_ncpu > 1 &&
 		       access("/sys/devices/system/cpu/cpu1/online", W_OK) == 0;
 	unsigned step = 0;
+	name_tid(gettid(), "life");
 	while (running()) {
+		g_kind_idx.store(step % 9);
 		switch (step++ % 9) {
 		case 0: { /* fork/exit under a deep stack */
 			pid_t p = fork_child([&] {
@@ -546,21 +592,33 @@ struct Accounting {
 		 kernel_ips = 0, lost = 0, parse_errors = 0;
 	struct State {
 		bool announced = false, delivered = false;
+		/* The first announcing sample: perf time, CPU, buffer */
+		double t = 0;
+		uint32_t cpu = 0, buf = 0;
 	};
-	/* (cookie, tid) -> seen; dropped once both sides were seen. */
+	double last_time = 0; /* of the latest sample */
+	/*
+	 * (cookie, tid) -> seen, kept once both sides were seen: one kernel
+	 * entry may have several samples, in several CPUs' buffers, and one
+	 * drained after its record (the task moved to a buffer drained
+	 * earlier in the same pass) must find the entry matched, not open a
+	 * new one that no record will ever close.
+	 */
 	std::map<std::pair<uint64_t, uint32_t>, State> open;
 
-	void announce(uint64_t cookie, uint32_t tid)
+	void announce(uint64_t cookie, uint32_t tid, double t = 0,
+		      uint32_t cpu = 0, uint32_t buf = 0)
 	{
 		auto &s = open[{ cookie, tid }];
 		if (s.announced)
 			return;
 		s.announced = true;
+		s.t = t;
+		s.cpu = cpu;
+		s.buf = buf;
 		announced++;
-		if (s.delivered) {
+		if (s.delivered)
 			matched++;
-			open.erase({ cookie, tid });
-		}
 	}
 	void deliver(uint64_t cookie, uint32_t tid)
 	{
@@ -572,10 +630,8 @@ struct Accounting {
 		}
 		s.delivered = true;
 		delivered++;
-		if (s.announced) {
+		if (s.announced)
 			matched++;
-			open.erase(key);
-		}
 	}
 	uint64_t unmatched() const
 	{
@@ -611,7 +667,7 @@ perf_event_attr watch_attr()
 	return a;
 }
 
-void account(Accounting *acc, perf::Event &ev)
+void account(Accounting *acc, perf::Event &ev, uint32_t buf)
 {
 	const perf_event_attr &attr = ev.attr();
 	for (const perf::Record &r : ev.drain()) {
@@ -628,8 +684,11 @@ void account(Accounting *acc, perf::Event &ev)
 				acc->kernel_ips += perf_abi::is_kernel_address(ip);
 			if (c.deferred && c.has_user_ctx)
 				acc->bad_marker++;
+			acc->last_time = std::max(acc->last_time,
+						  s.sid.time / 1e9);
 			if (c.deferred)
-				acc->announce(c.cookie, s.sid.tid);
+				acc->announce(c.cookie, s.sid.tid,
+					      s.sid.time / 1e9, s.sid.cpu, buf);
 			else if (!c.user.empty())
 				acc->fallback++;
 			else
@@ -646,6 +705,59 @@ void account(Accounting *acc, perf::Event &ev)
 				acc->kernel_ips += perf_abi::is_kernel_address(ip);
 			acc->deliver(d.cookie, d.sid.tid);
 		}
+	}
+}
+
+const std::string kTr = "/sys/kernel/tracing/";
+
+/*
+ * The unmatched cookies (up to 50), one stress-unmatched line each: who
+ * the TID is, the sample's time (perf clock, and before the last sample),
+ * CPU and buffer, and the TIDs of records read with the same cookie.
+ * With --trace-cookies, the kernel's trace lines "UDBG ... c=<cookie>"
+ * (a kernel instrumented with trace_printk(), not the series) follow.
+ */
+void report_unmatched(const Accounting &acc)
+{
+	std::map<uint64_t, std::vector<std::string>> lines;
+	std::set<uint64_t> want;
+	for (auto &kv : acc.open)
+		if (kv.second.announced && !kv.second.delivered &&
+		    want.size() < 50)
+			want.insert(kv.first.first);
+	if (g_trace_cookies) {
+		work::write_file(kTr + "tracing_on", "0");
+		std::ifstream in(kTr + "trace");
+		std::string line;
+		while (std::getline(in, line)) {
+			size_t u = line.find("UDBG "), c;
+			if (u == std::string::npos ||
+			    (c = line.find(" c=", u)) == std::string::npos)
+				continue;
+			uint64_t ck = strtoull(line.c_str() + c + 3, nullptr, 16);
+			if (want.count(ck) && lines[ck].size() < 40)
+				lines[ck].push_back(line);
+		}
+	}
+	for (auto &kv : acc.open) {
+		if (!kv.second.announced || kv.second.delivered ||
+		    !want.count(kv.first.first))
+			continue;
+		uint64_t ck = kv.first.first;
+		std::string others;
+		for (auto it = acc.open.lower_bound({ ck, 0 });
+		     it != acc.open.end() && it->first.first == ck; ++it)
+			if (it->second.delivered)
+				others += (others.empty() ? "" : ",") +
+					  std::to_string(it->first.second);
+		printf("stress-unmatched c=%llx tid=%u who=%s t=%.6f "
+		       "before_end=%.3f cpu=%u buf=%u records_tids=%s\n",
+		       (unsigned long long)ck, kv.first.second,
+		       who_is(kv.first.second).c_str(), kv.second.t,
+		       acc.last_time - kv.second.t, kv.second.cpu,
+		       kv.second.buf, others.empty() ? "-" : others.c_str());
+		for (auto &l : lines[ck])
+			printf("stress-udbg-line %s\n", l.c_str());
 	}
 }
 
@@ -677,6 +789,8 @@ int main(int argc, char **argv)
 			g_percpu_groups = true;
 		else if (!strcmp(argv[i], "--repro-group-hotplug"))
 			repro = true;
+		else if (!strcmp(argv[i], "--trace-cookies"))
+			g_trace_cookies = true;
 		else if (!strcmp(argv[i], "--repro-only"))
 			repro = repro_only = true;
 	setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -698,6 +812,14 @@ int main(int argc, char **argv)
 		       work::now_s() - t0);
 		return 0;
 	}
+	if (g_trace_cookies) {
+		/* Room for the instrumented kernel's trace_printk()s */
+		work::write_file(kTr + "tracing_on", "0");
+		work::write_file(kTr + "buffer_size_kb", "24576");
+		work::write_file(kTr + "trace", "");
+		work::write_file(kTr + "tracing_on", "1");
+	}
+	name_tid(gettid(), "main");
 	tp_ids[0] = work::tracepoint_id("syscalls/sys_enter_read");
 	tp_ids[1] = work::tracepoint_id("sched/sched_switch");
 	tp_ids[2] = work::tracepoint_id("syscalls/sys_exit_getppid");
@@ -725,18 +847,25 @@ int main(int argc, char **argv)
 	double t0 = work::now_s();
 	g_until = t0 + seconds;
 	std::vector<std::thread> threads;
+	auto start = [&](void (*fn)(unsigned), unsigned seed) {
+		g_running++;
+		threads.emplace_back([fn, seed] {
+			fn(seed);
+			g_running--;
+		});
+	};
 	for (unsigned i = 0; i < 2; i++)
-		threads.emplace_back(fuzz_thread, 1000 + i);
+		start(fuzz_thread, 1000 + i);
 	for (unsigned i = 0; i < 2; i++)
-		threads.emplace_back(work_thread, 2000 + i);
-	threads.emplace_back(life_thread, 3000);
+		start(work_thread, 2000 + i);
+	start(life_thread, 3000);
 
 	Accounting acc;
 	double last = t0;
 	while (work::now_s() < g_until) {
 		usleep(10000);
-		for (auto &w : watch)
-			account(&acc, w);
+		for (size_t c = 0; c < watch.size(); c++)
+			account(&acc, watch[c], c);
 		if (work::now_s() - last >= 30) {
 			last = work::now_s();
 			printf("# stress: %.0f s, %llu samples, %llu cookies "
@@ -747,16 +876,35 @@ int main(int argc, char **argv)
 		}
 	}
 	g_stop = true;
+	/*
+	 * Keep draining until every thread is done: the lifecycle step in
+	 * progress may take seconds (an exec chain, 40 migrations), and
+	 * undrained buffers would fill and drop records meanwhile.
+	 */
+	while (g_running.load()) {
+		usleep(10000);
+		for (size_t c = 0; c < watch.size(); c++)
+			account(&acc, watch[c], c);
+	}
 	for (auto &t : threads)
 		t.join();
-	/* Every task has returned to user space or died: a pending record
-	 * has been written by now. */
+	/*
+	 * Every task has returned to user space or died: a pending record
+	 * has been written by now. Drain, then disable every watch before
+	 * the last drain: a record is written to the event of the CPU the
+	 * task returns on, so disabling one buffer after the other while
+	 * draining could refuse the record of a sample already read.
+	 */
 	usleep(100000);
-	for (auto &w : watch) {
+	for (size_t c = 0; c < watch.size(); c++)
+		account(&acc, watch[c], c);
+	for (auto &w : watch)
 		w.disable();
-		account(&acc, w);
-		acc.lost += w.lost();
+	for (size_t c = 0; c < watch.size(); c++) {
+		account(&acc, watch[c], c);
+		acc.lost += watch[c].lost();
 	}
+	report_unmatched(acc);
 
 	uint64_t total = 0;
 	for (auto &kv : g_ops) {
