@@ -342,16 +342,26 @@ int kprobe_type()
 	return t.empty() ? -1 : atoi(t.c_str());
 }
 
-/* A counter of the hits of func by pid and its future threads, or -errno. */
-int open_walk_counter(const char *func, pid_t pid)
+/* The attr of a kprobe (ret: kretprobe) on func, false without kprobes. */
+bool kprobe_attr(const char *func, bool ret, perf_event_attr *a)
 {
 	int type = kprobe_type();
 	if (type < 0)
+		return false;
+	*a = perf_event_attr{};
+	a->size = sizeof(*a);
+	a->type = type;
+	a->config = ret; /* the kprobe PMU's "retprobe" bit, config:0 */
+	a->config1 = (uint64_t)(uintptr_t)func; /* kprobe_func */
+	return true;
+}
+
+/* A counter of the hits of func by pid and its future threads, or -errno. */
+int open_walk_counter(const char *func, pid_t pid)
+{
+	perf_event_attr a;
+	if (!kprobe_attr(func, false, &a))
 		return -ENOENT;
-	perf_event_attr a{};
-	a.size = sizeof(a);
-	a.type = type;
-	a.config1 = (uint64_t)(uintptr_t)func; /* kprobe_func */
 	a.inherit = 1;
 	return perf::open_event(&a, pid, -1);
 }
@@ -365,14 +375,9 @@ int open_walk_counter(const char *func, pid_t pid)
 int open_walk_timer(session::Session *t, const char *func, bool ret,
 		    pid_t pid)
 {
-	int type = kprobe_type();
-	if (type < 0)
+	perf_event_attr a;
+	if (!kprobe_attr(func, ret, &a))
 		return -ENOENT;
-	perf_event_attr a{};
-	a.size = sizeof(a);
-	a.type = type;
-	a.config = ret; /* the kprobe PMU's "retprobe" bit, config:0 */
-	a.config1 = (uint64_t)(uintptr_t)func;
 	a.sample_period = 1;
 	a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
 	a.disabled = 1;
