@@ -52,7 +52,13 @@ series_ids() { local p; for p in $(series_files); do
 	git -C "$WORKTREE" patch-id --stable <"$p" | cut -d' ' -f1; done; }
 
 mkdir -p "$BUILD"
-[ -d "$WORKTREE/.git" ] || create
+# -e, not -d: in a "git worktree add" checkout .git is a file.
+if [ ! -e "$WORKTREE/.git" ]; then
+	[ ! -e "$WORKTREE" ] || [ -z "$(ls -A "$WORKTREE")" ] ||
+		die "$WORKTREE exists but is not a git tree: move it away and rerun"
+	rmdir "$WORKTREE" 2>/dev/null || true
+	create
+fi
 git -C "$WORKTREE" rev-parse -q --verify "$BASE_TAG" >/dev/null ||
 	die "$WORKTREE has no '$BASE_TAG' tag: remove the directory and rerun to recreate it"
 
