@@ -72,7 +72,7 @@ export ACCEL
 # yes when the kernel's .config enables the series, CONFIG_UNWIND_USER=y).
 export EXPECT_FEATURE
 
-.PHONY: help deps tree apply export kernel selftests perf initramfs vmtest test-perf \
+.PHONY: help deps tree apply export kernel selftests perf perf-asan perf-python initramfs vmtest test-perf \
 	verdict vmtest-debug stress stress-run test checkpatch apply-fresh bisect-build check \
 	kunit clean kernel-doc sparse submit-check send bench
 
@@ -106,8 +106,15 @@ selftests: deps ## build the C++ GoogleTest selftests (static) and 32-bit helper
 perf: deps $(TREE_DEP) ## build tools/perf of the tree statically for the guest
 	@bash ci/build-perf.sh "$(PERF_SRC)" "$(PERF_OUT)"
 
-initramfs: selftests perf $(TREE_DEP) ## pack busybox, qemu/init, perf and the selftests
+perf-asan: deps $(TREE_DEP) ## the same perf for the host with AddressSanitizer (test-perf's hostile streams)
+	@PERF_SANITIZE=address bash ci/build-perf.sh "$(PERF_SRC)" "$(PERF_OUT)-asan"
+
+perf-python: deps $(TREE_DEP) ## build perf's python binding (perf.so) of the tree for Debian's python3
+	@bash ci/build-perf-python.sh "$(PERF_SRC)" "$(PERF_OUT)-python"
+
+initramfs: selftests perf perf-python $(TREE_DEP) ## pack busybox, qemu/init, perf, python3 + perf.so and the selftests
 	@PERF_BIN="$(PERF_OUT)/perf" PERF_SHELL="$(PERF_SRC)/tools/perf/tests/shell" \
+		PERF_PYTHON="$(PERF_OUT)-python/perf.so" \
 		bash qemu/mkinitramfs.sh $(INITRD) $(ST_INSTALL) $(KSRC)
 
 vmtest: kernel initramfs ## boot the guest, run KUnit + selftests, print the verdict
@@ -131,8 +138,9 @@ vmtest-debug: ## make vmtest on the debug kernel (KASAN, lockdep, atomic sleep)
 test: deps selftests ## the harness's own tests on the host (pytest, no VM)
 	@$(PYTEST) -q tests
 
-test-perf: perf ## the tree's perf on crafted perf.data files (host, no VM)
-	@VMTEST_PERF="$(PERF_OUT)/perf" $(PYTEST) -q tests/test_perf_tools.py
+test-perf: perf perf-asan ## the tree's perf (and its ASan build) on crafted perf.data files (host, no VM)
+	@VMTEST_PERF="$(PERF_OUT)/perf" VMTEST_PERF_ASAN="$(PERF_OUT)-asan/perf" \
+		$(PYTEST) -q tests/test_perf_tools.py
 
 checkpatch: $(TREE_DEP) ## scripts/checkpatch.pl --strict over every patch
 	@bash ci/checkpatch.sh "$(KSRC)"

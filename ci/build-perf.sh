@@ -5,6 +5,11 @@
 # only the `perf` target (the default target's shared objects do not link
 # statically), libelf for symbols, every optional feature off. The result
 # is OUT_DIR/perf; an unchanged tree rebuilds nothing.
+#
+# PERF_SANITIZE=address builds the same perf for the host instead, linked
+# dynamically with AddressSanitizer (make perf-asan): the host tests run
+# crafted perf.data streams through it, where a read or write past a
+# record is a report, not silent heap damage as in the static perf.
 . "$(dirname "$0")/lib.sh"
 
 [ $# -eq 2 ] || die "usage: build-perf.sh KERNEL_SRC OUT_DIR"
@@ -13,6 +18,13 @@ if [ -z "${VMTEST_BUILD_LOCKED:-}" ]; then
 	VMTEST_BUILD_LOCKED=1 exec flock "$KBUILD_LOCK" "$0" "$@"
 fi
 src=$(realpath "$1") out=$(realpath -m "$2")
+flags=(LDFLAGS=-static)
+case "${PERF_SANITIZE:-}" in
+"") ;;
+address) flags=(LDFLAGS=-fsanitize=address
+	EXTRA_CFLAGS="-fsanitize=address -fno-omit-frame-pointer -g") ;;
+*) die "PERF_SANITIZE=$PERF_SANITIZE: only 'address' is known" ;;
+esac
 [ -d "$src/tools/perf" ] || die "$src/tools/perf missing: not a kernel tree"
 mkdir -p "$out"
 # Every optional part off: the switches known to work on 6.12, plus every
@@ -38,7 +50,7 @@ done
 stamp=
 if git -C "$src" rev-parse -q --verify HEAD:tools >/dev/null 2>&1; then
 	stamp=$( {
-		echo "${switches[*]}"
+		echo "${switches[*]} ${flags[*]}"
 		git -C "$src" rev-parse HEAD:tools
 		git -C "$src" diff HEAD -- tools
 		git -C "$src" ls-files -o --exclude-standard -z -- tools |
@@ -52,7 +64,7 @@ fi
 rm -f "$out/stamp"
 echo "${switches[*]}" >"$out/switches"
 t0=$SECONDS
-make -s -C "$src/tools/perf" O="$out" -j"$(nproc)" LDFLAGS=-static \
+make -s -C "$src/tools/perf" O="$out" -j"$(nproc)" "${flags[@]}" \
 	"${switches[@]}" WERROR=0 perf >"$out/build.log" 2>&1 || {
 	tail -30 "$out/build.log" >&2
 	die "perf build failed (log: $out/build.log; switches: $out/switches)"

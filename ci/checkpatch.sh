@@ -19,10 +19,18 @@ printf '%s\n' "${series[@]}" | (cd "$src" && xargs -P "$(nproc)" -I{} sh -c \
 	'perl scripts/checkpatch.pl --strict --terse --show-types \
 		"$1" >"$2/$(basename "$1").out" 2>&1
 	echo $? >"$2/$(basename "$1").rc"' sh {} "$out")
+# One exception: the names of the Python C API (PyObject, Py_DECREF,
+# PyTuple_New, ...), which perf's python binding (tools/perf/util/python.c)
+# cannot avoid and checkpatch cannot know (Python.h is not in the tree),
+# are not CamelCase findings. Everything else counts; checkpatch's own exit
+# status counts when it printed no finding at all.
+PY_API='CHECK:CAMELCASE: Avoid CamelCase: <_?Py[A-Za-z0-9_]*>$'
 bad=0
 for p in "${series[@]}"; do
 	f=$out/$(basename "$p")
-	if [ "$(cat "$f.rc")" != 0 ] || grep -qE ': (WARNING|CHECK|ERROR):' "$f.out"; then
+	grep -E ': (WARNING|CHECK|ERROR):' "$f.out" | grep -vE "$PY_API" >"$f.findings" || true
+	if [ -s "$f.findings" ] || { [ "$(cat "$f.rc")" != 0 ] &&
+		! grep -qE ': (WARNING|CHECK|ERROR):' "$f.out"; }; then
 		sed "s|^|$(basename "$p"): |" "$f.out"
 		bad=$((bad + 1))
 	fi

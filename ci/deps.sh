@@ -15,6 +15,9 @@ PKGS=(
 	cmake g++ g++-multilib libgtest-dev
 	# host runner and the harness's own tests (Debian's, not PyPI's)
 	python3 python3-pytest
+	# perf's python binding for the guest's perf_python_test
+	# (ci/build-perf-python.sh: Python.h, python3-config, setuptools)
+	python3-dev python3-setuptools
 	# make bench's plot
 	python3-matplotlib
 	# checkpatch's SPDX check (scripts/spdxcheck.py)

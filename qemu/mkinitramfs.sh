@@ -11,6 +11,14 @@
 # tree perf is built from: its callchain_defer_*.sh and lib/ are packed as
 # /bin/tests/shell/, where 'perf test' looks for them beside /bin/perf
 # (run by /selftests/perf_shell_test).
+# PERF_PYTHON, when set, is perf's python binding built for Debian's
+# /usr/bin/python3 (ci/build-perf-python.sh): the guest gets that
+# interpreter as /usr/bin/python3, the shared libraries it and the module
+# need (ldd, at their host paths), the module as
+# /usr/lib/python3.11/lib-dynload/perf.*.so and only the stdlib files that
+# importing what selftests/perf_python_test.py imports loads (found by
+# doing those imports on the host with python3 -IS, as the test runs);
+# /selftests/perf_python_test runs it.
 . "$(dirname "$0")/../ci/lib.sh"
 
 [ $# -eq 3 ] || die "usage: mkinitramfs.sh OUT.cpio.gz SELFTEST_DIR KERNEL_SRC"
@@ -38,6 +46,56 @@ strip_copy() { # strip_copy FILE: FILE without debug info (or as it is)
 	else
 		echo "$1"
 	fi
+}
+# python_files: gen_init_cpio lines for python3, its libraries, the
+# stdlib files perf_python_test.py's imports load, and perf.so.
+python_files() {
+	local py=/usr/bin/python3 so=$PERF_PYTHON f d mods stdlib suffix
+	[ -f "$so" ] || die "PERF_PYTHON=$so missing: run 'make perf-python'"
+	[ -x "$py" ] || die "$py missing: run 'make deps' (python3)"
+	stdlib=$("$py" -IS -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')
+	suffix=$("$py" -IS -c 'from importlib import machinery; print(machinery.EXTENSION_SUFFIXES[0])')
+	# The test's own imports, as its top-level 'import X' lines say.
+	mods=$(sed -n 's/^import \([a-z_][a-z0-9_]*\)$/\1/p' \
+		"$ROOT/selftests/perf_python_test.py" | paste -sd, -)
+	mkdir -p "$stage/pymod"
+	cp "$so" "$stage/pymod/perf$suffix"
+	{
+		realpath "$py"
+		ldd "$py" "$so" | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^\t\(\/[^ ]*\) .*/\1/p'
+		# Files of the modules loaded (not frozen, not built in), and
+		# os.py, the landmark python finds its prefix by.
+		LC_ALL=C "$py" -IS -c "import sys; sys.path.insert(0, '$stage/pymod')
+import $mods, perf
+for m in list(sys.modules.values()):
+    s = getattr(m, '__spec__', None)
+    if s and s.origin and s.origin.startswith('$stdlib/'):
+        print(s.origin)
+        if s.cached: print(s.cached)
+print('$stdlib/os.py')"
+	} | sort -u >"$stage/python.list"
+	while read -r f; do
+		case "$f" in
+		"$(realpath "$py")") d=/usr/bin/python3 ;;
+		*) d=$f ;;
+		esac
+		[ -f "$f" ] || continue
+		# Every parent directory, once (gen_init_cpio wants them).
+		local p=${d%/*} parents=
+		while [ -n "$p" ]; do parents="$p $parents"; p=${p%/*}; done
+		for p in $parents; do
+			grep -qxF "$p" "$stage/python.dirs" 2>/dev/null && continue
+			echo "$p" >>"$stage/python.dirs"
+			echo "dir $p 0755 0 0"
+		done
+		echo "file $d $f 0755 0 0"
+	done <"$stage/python.list"
+	for p in "$stdlib" "$stdlib/lib-dynload"; do
+		grep -qxF "$p" "$stage/python.dirs" 2>/dev/null && continue
+		echo "$p" >>"$stage/python.dirs"
+		echo "dir $p 0755 0 0"
+	done
+	echo "file $stdlib/lib-dynload/perf$suffix $(strip_copy "$stage/pymod/perf$suffix") 0755 0 0"
 }
 {
 	for d in /bin /sbin /dev /proc /sys /tmp /selftests; do
@@ -67,6 +125,9 @@ strip_copy() { # strip_copy FILE: FILE without debug info (or as it is)
 			LC_ALL=C sort | while read -r f; do
 			echo "file /bin/tests/shell/lib/${f##*/} $f 0644 0 0"
 		done
+	fi
+	if [ -n "${PERF_PYTHON:-}" ]; then
+		python_files
 	fi
 	# Per-program timeouts and which programs may run side by side.
 	if [ -f "$ROOT/selftests/settings" ]; then
