@@ -73,4 +73,6 @@ def test_kcsan_fragment_has_kcsan_and_no_kasan():
     lines = open(os.path.join(QEMU_CONFIG, "kcsan.config")).read().splitlines()
     opts = kconfig.parse(lines)
     assert opts["CONFIG_KCSAN"] == "y" and opts["CONFIG_DEBUG_KERNEL"] == "y"
+    # allnoconfig turns its "default y" off: KCSAN would stay disabled
+    assert opts["CONFIG_KCSAN_EARLY_ENABLE"] == "y"
     assert "CONFIG_KASAN" not in opts
