@@ -35,8 +35,11 @@ VM_TIMEOUT ?= 1500
 else ifeq ($(CONFIG),stress)
 # make stress's kernel: the debug one plus kmemleak (qemu/config/stress.config).
 FRAGMENTS  += qemu/config/debug-checks.config qemu/config/stress.config
+else ifeq ($(CONFIG),kcsan)
+# make stress-kcsan's kernel: KCSAN (which excludes KASAN) + kmemleak.
+FRAGMENTS  += qemu/config/kcsan.config qemu/config/stress.config
 else ifneq ($(CONFIG),normal)
-$(error CONFIG=$(CONFIG): use CONFIG=normal, CONFIG=debug or CONFIG=stress)
+$(error CONFIG=$(CONFIG): use CONFIG=normal, CONFIG=debug, CONFIG=stress or CONFIG=kcsan)
 endif
 VM_TIMEOUT ?= 600
 SMP        ?= 4
@@ -73,7 +76,7 @@ export ACCEL
 export EXPECT_FEATURE
 
 .PHONY: help deps tree apply export kernel selftests perf perf-asan perf-python initramfs vmtest test-perf \
-	verdict vmtest-debug stress stress-run test checkpatch apply-fresh bisect-build check \
+	verdict vmtest-debug stress stress-kcsan stress-run test checkpatch apply-fresh bisect-build check \
 	kunit clean kernel-doc sparse submit-check send bench
 
 help: ## list the targets
@@ -129,8 +132,11 @@ bench: kernel initramfs ## what deferral saves and costs, one guest run: table, 
 stress: ## fuzz and lifecycle storms on the debug kernel + kmemleak, STRESS_S seconds: counts and verdict
 	@$(MAKE) --no-print-directory stress-run CONFIG=stress
 
+stress-kcsan: ## make stress on a KCSAN kernel (data races) + kmemleak, in build/out/<tree>/stress-kcsan
+	@$(MAKE) --no-print-directory stress-run CONFIG=kcsan
+
 stress-run: kernel initramfs
-	@STRESS_ARGS="$(STRESS_ARGS)" bash ci/stress.sh "$(KOBJ)" "$(INITRD)" "$(OUT)/stress" "$(SMP)" "$(STRESS_S)"
+	@STRESS_ARGS="$(STRESS_ARGS)" bash ci/stress.sh "$(KOBJ)" "$(INITRD)" "$(OUT)/stress$(if $(filter kcsan,$(CONFIG)),-kcsan)" "$(SMP)" "$(STRESS_S)"
 
 vmtest-debug: ## make vmtest on the debug kernel (KASAN, lockdep, atomic sleep)
 	@$(MAKE) --no-print-directory vmtest CONFIG=debug

@@ -17,7 +17,9 @@ accounting, writes summary.json there, and fails the run on:
     except in --repro-only mode (stress-start mode=repro-only: the
     reproducer alone, which runs on the unpatched base too, and no
     stress: no operation kinds, no cookie accounting to judge);
-  - an operation kind of the plan that never succeeded (REQUIRED);
+  - an operation kind of the plan that never succeeded (REQUIRED), or
+    one that must never fail and did (NEVER_FAIL: io_uring workers'
+    samples, the uprobes' chains);
   - a silent loss in the watch's cookie accounting: a cookie announced
     by a sample with no PERF_RECORD_CALLCHAIN_DEFERRED, beyond what the
     kernel reported lost; a duplicate record; a kernel address in a
@@ -46,7 +48,14 @@ REQUIRED = ("open-self", "open-cpu", "mmap", "munmap", "close",
             "ioctl-enable", "ioctl-set-output", "work-deep-reads",
             "fork-exit", "exec-64-32-64", "thread-exit-in-syscall",
             "sigkill", "migrate", "cpu-offline-online",
-            "ptrace-attach-detach")
+            "ptrace-attach-detach", "io_uring-async", "io_uring-sqpoll",
+            "io_uring-worker-sample", "uprobe", "uretprobe")
+# Kinds where a single failure is a kernel bug, not the fuzzer's diet:
+# a sample of an io_uring worker (PF_USER_WORKER) that announced a
+# deferred cookie or carried user frames; a uprobe's or uretprobe's
+# sample or deferred record with a kernel address in its user chain, a
+# malformed marker or a record that did not parse.
+NEVER_FAIL = ("io_uring-worker-sample", "uprobe-chain")
 COOKIE_FIELDS = ("samples", "announced", "delivered", "matched",
                  "unmatched", "orphans", "duplicates", "fallback",
                  "no_user", "bad_marker", "kernel_ips", "lost",
@@ -181,6 +190,7 @@ def problems(parsed, results, console):
         for kind in REQUIRED:
             if parsed["ops"].get(kind, (0, 0))[0] == 0:
                 out.append(f"operation {kind} never succeeded")
+        out += never_failed(parsed["ops"])
     c = parsed["cookies"]
     if end is not None and c is None:
         out.append("no cookie accounting (stress-cookies line)")
@@ -198,6 +208,13 @@ def problems(parsed, results, console):
         if not c["announced"]:
             out.append("the watch saw no deferred sample")
     return out
+
+
+def never_failed(ops):
+    """The NEVER_FAIL kinds that failed, as messages."""
+    return [f"operation {kind} failed {ops[kind][1]} times (a kernel "
+            "bug, not a refusal)"
+            for kind in NEVER_FAIL if ops.get(kind, (0, 0))[1]]
 
 
 def summary(parsed):

@@ -55,3 +55,24 @@ def test_defined_symbols_reads_config_and_menuconfig(tmp_path):
     assert kconfig.defined_symbols(str(tmp_path)) == {
         "CONFIG_FOO", "CONFIG_BAR", "CONFIG_BAZ_KUNIT"}
 
+
+
+def test_stress_fragment_names_the_storms_options():
+    """The io_uring and uprobe storms of make stress need these; named in
+    stress.config, kconfig.py fails the stress kernel if one goes."""
+    lines = open(os.path.join(QEMU_CONFIG, "stress.config")).read().splitlines()
+    opts = kconfig.parse(lines)
+    for name in ("CONFIG_IO_URING", "CONFIG_UPROBES", "CONFIG_UPROBE_EVENTS",
+                 "CONFIG_DEBUG_KMEMLEAK", "CONFIG_HOTPLUG_CPU"):
+        assert opts[name] == "y", name
+
+
+def test_kcsan_fragment_has_kcsan_and_no_kasan():
+    """KCSAN depends on !KASAN: make stress-kcsan's kernel is built
+    without debug-checks.config."""
+    lines = open(os.path.join(QEMU_CONFIG, "kcsan.config")).read().splitlines()
+    opts = kconfig.parse(lines)
+    assert opts["CONFIG_KCSAN"] == "y" and opts["CONFIG_DEBUG_KERNEL"] == "y"
+    # allnoconfig turns its "default y" off: KCSAN would stay disabled
+    assert opts["CONFIG_KCSAN_EARLY_ENABLE"] == "y"
+    assert "CONFIG_KASAN" not in opts

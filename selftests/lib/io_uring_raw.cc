@@ -23,9 +23,12 @@ template <typename T> T *at(void *base, unsigned off)
 
 } // namespace
 
-int Ring::setup(unsigned entries)
+int Ring::setup(unsigned entries, unsigned flags)
 {
 	memset(&p_, 0, sizeof(p_));
+	p_.flags = flags;
+	if (flags & IORING_SETUP_SQPOLL)
+		p_.sq_thread_idle = 10; /* ms */
 	long fd = syscall(__NR_io_uring_setup, entries, &p_);
 	if (fd < 0)
 		return -errno;
@@ -60,16 +63,33 @@ int Ring::setup(unsigned entries)
 	return 0;
 }
 
-bool Ring::queue_read(int fd, void *buf, unsigned len, bool async,
-		      uint64_t user_data)
+io_uring_sqe *Ring::next_sqe()
 {
 	unsigned tail = *sq_tail_;
 	unsigned head = __atomic_load_n(sq_head_, __ATOMIC_ACQUIRE);
 	if (tail - head >= p_.sq_entries)
-		return false;
-	unsigned idx = tail & *sq_mask_;
-	io_uring_sqe *sqe = static_cast<io_uring_sqe *>(sqes_) + idx;
+		return nullptr;
+	io_uring_sqe *sqe = static_cast<io_uring_sqe *>(sqes_) +
+			    (tail & *sq_mask_);
 	memset(sqe, 0, sizeof(*sqe));
+	return sqe;
+}
+
+void Ring::push_sqe()
+{
+	unsigned tail = *sq_tail_;
+	unsigned idx = tail & *sq_mask_;
+	sq_array_[idx] = idx;
+	__atomic_store_n(sq_tail_, tail + 1, __ATOMIC_RELEASE);
+	queued_++;
+}
+
+bool Ring::queue_read(int fd, void *buf, unsigned len, bool async,
+		      uint64_t user_data)
+{
+	io_uring_sqe *sqe = next_sqe();
+	if (!sqe)
+		return false;
 	sqe->opcode = IORING_OP_READ;
 	sqe->fd = fd;
 	sqe->addr = (uint64_t)(uintptr_t)buf;
@@ -77,16 +97,30 @@ bool Ring::queue_read(int fd, void *buf, unsigned len, bool async,
 	sqe->off = 0;
 	sqe->flags = async ? IOSQE_ASYNC : 0;
 	sqe->user_data = user_data;
-	sq_array_[idx] = idx;
-	__atomic_store_n(sq_tail_, tail + 1, __ATOMIC_RELEASE);
-	queued_++;
+	push_sqe();
+	return true;
+}
+
+bool Ring::queue_nop(bool async, uint64_t user_data)
+{
+	io_uring_sqe *sqe = next_sqe();
+	if (!sqe)
+		return false;
+	sqe->opcode = IORING_OP_NOP;
+	sqe->flags = async ? IOSQE_ASYNC : 0;
+	sqe->user_data = user_data;
+	push_sqe();
 	return true;
 }
 
 int Ring::submit_and_wait(unsigned min_complete)
 {
+	unsigned flags = min_complete ? IORING_ENTER_GETEVENTS : 0;
+	/* The submission thread may have gone idle: wake it */
+	if (p_.flags & IORING_SETUP_SQPOLL)
+		flags |= IORING_ENTER_SQ_WAKEUP;
 	long r = syscall(__NR_io_uring_enter, fd_, queued_, min_complete,
-			 min_complete ? IORING_ENTER_GETEVENTS : 0, nullptr, 0);
+			 flags, nullptr, 0);
 	if (r < 0)
 		return -errno;
 	queued_ = 0;

@@ -14,7 +14,10 @@ namespace uring {
 class Ring {
 public:
 	/* Returns 0 or -errno (-ENOSYS: no io_uring in this kernel). */
-	int setup(unsigned entries);
+	int setup(unsigned entries) { return setup(entries, 0); }
+	/* With IORING_SETUP_* flags: IORING_SETUP_SQPOLL starts a kernel
+	 * side submission thread (iou-sqp-<pid>), idle after 10 ms. */
+	int setup(unsigned entries, unsigned flags);
 	/*
 	 * Queue one IORING_OP_READ of len bytes from fd into buf; async
 	 * sets IOSQE_ASYNC, which hands the request to an io-wq worker.
@@ -22,6 +25,8 @@ public:
 	 */
 	bool queue_read(int fd, void *buf, unsigned len, bool async,
 			uint64_t user_data);
+	/* Queue one IORING_OP_NOP, with IOSQE_ASYNC if async. */
+	bool queue_nop(bool async, uint64_t user_data);
 	/* Submit what is queued and wait for min_complete; returns
 	 * io_uring_enter's result or -errno. */
 	int submit_and_wait(unsigned min_complete);
@@ -39,6 +44,8 @@ private:
 		 *cq_tail_ = nullptr, *cq_mask_ = nullptr;
 	io_uring_cqe *cqes_ = nullptr;
 	unsigned queued_ = 0;
+	io_uring_sqe *next_sqe();
+	void push_sqe();
 };
 
 } // namespace uring
