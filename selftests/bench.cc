@@ -342,7 +342,7 @@ struct Result {
 };
 
 /* Kernel frames that name where a fallback sample was taken. */
-constexpr size_t kFallbackFrames = 4;
+constexpr size_t kFallbackFrames = 8;
 /* The most frequent of those paths printed per run. */
 constexpr size_t kFallbackPaths = 5;
 
