@@ -894,8 +894,7 @@ char task_state(pid_t pid)
  * blocked), then the task stops: a second sched_switch sample in the
  * same entry, after the walk. Both must come before the entry's record,
  * written when the task returns to user space; the stop's sample is
- * deferred too (two samples with their record after them per stop),
- * not unwound in place.
+ * deferred too, not unwound in place.
  */
 void stop_repeatedly(bool ptraced)
 {
@@ -970,9 +969,13 @@ void stop_repeatedly(bool ptraced)
 	       ord.describe().c_str());
 	EXPECT_EQ(stops, kStops);
 	EXPECT_EQ(s.lost(), 0u);
-	EXPECT_GE(ord.record_after, 2 * ((size_t)kStops - 1))
-		<< "the stop's sample of each entry is not answered by the "
-		   "entry's record: " << ord.describe();
+	/*
+	 * About two per stop (the last read's block has no record yet); a
+	 * stop's sample unwound in place instead leaves about one per stop.
+	 */
+	EXPECT_GE(ord.record_after, (size_t)kStops * 3 / 2)
+		<< "the stops' samples are not answered by their entry's "
+		   "record: " << ord.describe();
 	EXPECT_EQ(ord.record_before, 0u)
 		<< "samples whose cookie's record was written before them: "
 		<< ord.describe();
