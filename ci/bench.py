@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """make bench, the host side: judge, summarise and plot one bench run.
 
-usage: bench.py RUN_DIR [--no-plot]
+usage: bench.py RUN_DIR [--no-plot] [--system-map FILE]
 
 RUN_DIR holds what qemu/vm.py saved of a guest that ran selftests/bench
 (results.log: its bench-* lines; console.log; run.json). Writes there:
@@ -11,6 +11,10 @@ RUN_DIR holds what qemu/vm.py saved of a guest that ran selftests/bench
   summary.json  both of the above, with the run's facts
   summary.txt   the headline numbers (make send's cover letter quotes it)
   bench.png     bytes per sample and overhead per mode and K
+  fallbacks.txt where the deferred modes' samples that fell back to an
+                in-place walk were taken: their innermost kernel frames
+                (bench-fallback lines), named with --system-map, summed
+                over the repetitions per workload and K
 
 and prints the table. Metrics, per workload, event kind and K, the median
 of the repetitions of each mode:
@@ -95,6 +99,8 @@ def parse(text):
             r["workloads"].append(fields(line))
         elif tag == "bench-run":
             r["runs"].append(fields(line))
+        elif tag == "bench-fallback":
+            r.setdefault("fallbacks", []).append(fields(line))
         elif tag == "bench-end":
             r["end"] = fields(line)
         elif line.startswith("# vmtest-bench-exit:"):
@@ -482,10 +488,57 @@ def plot(rows, path):
     plt.close(fig)
 
 
+def read_system_map(path):
+    """Sorted (address, name) of the text symbols of a System.map."""
+    syms = []
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in "tTwW":
+                syms.append((int(parts[0], 16), parts[2]))
+    syms.sort()
+    return syms
+
+
+def symbolize(addr, syms):
+    """name+0xoff of addr, or its hex without a symbol."""
+    import bisect
+    i = bisect.bisect_right(syms, (addr, "\uffff")) - 1
+    if i < 0 or not syms:
+        return f"{addr:#x}"
+    return f"{syms[i][1]}+{addr - syms[i][0]:#x}"
+
+
+def fallback_report(parsed, syms):
+    """Text of fallbacks.txt: per workload and K, the kernel paths of the
+    samples unwound in place in the deferred modes, most frequent first."""
+    groups = {}
+    for f in parsed.get("fallbacks", []):
+        key = (f["workload"], int(f["k"]), f["mode"])
+        path = tuple(int(a, 16) for a in str(f["kernel"]).split(",") if a)
+        g = groups.setdefault(key, {})
+        g[path] = g.get(path, 0) + int(f["samples"])
+    if not groups:
+        return "no sample of a deferred mode was unwound in place\n"
+    out = []
+    for key in sorted(groups):
+        g = groups[key]
+        out.append(f"{key[0]} K={key[1]} {key[2]}: "
+                   f"{sum(g.values())} samples in the top paths of each run")
+        for path, n in sorted(g.items(), key=lambda x: -x[1]):
+            names = " <- ".join(symbolize(a, syms) if syms else f"{a:#x}"
+                                for a in path)
+            out.append(f"  {n:6d}  {names}")
+    return "\n".join(out) + "\n"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run_dir")
     ap.add_argument("--no-plot", action="store_true")
+    ap.add_argument("--system-map",
+                    help="the guest kernel's System.map, to name the "
+                    "fallback samples' kernel frames")
     a = ap.parse_args(argv)
     res = os.path.join(a.run_dir, "results.log")
     if not os.path.exists(res):
@@ -522,6 +575,11 @@ def main(argv=None):
                    "runs": parsed["runs"]}, f, indent=1)
     with open(os.path.join(a.run_dir, "summary.txt"), "w") as f:
         f.write(headline(parsed, headline_rows(rows)) + "\n")
+    syms = []
+    if a.system_map and os.path.exists(a.system_map):
+        syms = read_system_map(a.system_map)
+    with open(os.path.join(a.run_dir, "fallbacks.txt"), "w") as f:
+        f.write(fallback_report(parsed, syms))
     if not a.no_plot and rows:
         plot(rows, os.path.join(a.run_dir, "bench.png"))
         print(f"bench: plot {os.path.join(a.run_dir, 'bench.png')}")

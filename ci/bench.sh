@@ -18,4 +18,4 @@ esac
 t0=$SECONDS
 boot_guest "$kobj" "$initrd" "$dir" "$smp" "$timeout" --bench "$plan"
 log "bench: guest run $((SECONDS - t0)) s (lock wait included)"
-exec /usr/bin/python3 "$ROOT/ci/bench.py" "$dir"
+exec /usr/bin/python3 "$ROOT/ci/bench.py" "$dir" --system-map "$kobj/System.map"

@@ -333,7 +333,18 @@ struct Result {
 	int64_t walk_ns = -1;	  /* walktime: median time of one walk */
 	uint64_t walks_timed = 0; /* walktime: walks with both probes */
 	int receivers = 0, events = 0;
+	/*
+	 * Deferred modes: where the samples unwound in place were taken,
+	 * their innermost kernel frames (kFallbackFrames) and how many.
+	 */
+	bool want_paths = false;
+	std::map<std::vector<uint64_t>, uint64_t> fallback_paths;
 };
+
+/* Kernel frames that name where a fallback sample was taken. */
+constexpr size_t kFallbackFrames = 8;
+/* The most frequent of those paths printed per run. */
+constexpr size_t kFallbackPaths = 5;
 
 int kprobe_type()
 {
@@ -503,6 +514,13 @@ void account(const session::Session &s, pid_t pid, Result *res)
 						8 * (1 + c.user.size()) - 16;
 					if (tagged)
 						fallback_tags.insert({ sm.sid.tid, t });
+					if (res->want_paths) {
+						size_t n = std::min(kFallbackFrames,
+								    c.kernel.size());
+						res->fallback_paths[std::vector<uint64_t>(
+							c.kernel.begin(),
+							c.kernel.begin() + n)]++;
+					}
 				}
 			} else if (r.header.type ==
 				   perf_abi::kRecordCallchainDeferred) {
@@ -625,6 +643,7 @@ Result run_one(const Plan &p, const Workload &w, int k,
 		res.wall_ns = sh->wall_ns;
 		res.made = sh->entries_made;
 		res.lost = s.lost() + timer.lost();
+		res.want_paths = mode != "none" && mode != "inplace";
 		if (res.status == "ok")
 			account(s, pid, &res);
 		if (res.status == "ok" && mode == kTimedMode)
@@ -697,6 +716,26 @@ void print_run(const Workload &w, int k, const std::string &mode, int rep,
 	       (unsigned long long)r.inplace_excess,
 	       (unsigned long long)r.fallback_entries, (long long)r.walk_ns,
 	       (unsigned long long)r.walks_timed);
+
+	/*
+	 * The kernel paths of the fallback samples, most frequent first:
+	 * ci/bench.py names them with the kernel's System.map.
+	 */
+	std::vector<std::pair<uint64_t, std::vector<uint64_t>>> paths;
+	for (const auto &[path, n] : r.fallback_paths)
+		paths.push_back({ n, path });
+	std::sort(paths.begin(), paths.end(),
+		  [](const auto &a, const auto &b) { return a.first > b.first; });
+	for (size_t i = 0; i < paths.size() && i < kFallbackPaths; i++) {
+		printf("bench-fallback workload=%s k=%d mode=%s rep=%d "
+		       "samples=%llu kernel=",
+		       w.name, k, mode.c_str(), rep,
+		       (unsigned long long)paths[i].first);
+		for (size_t j = 0; j < paths[i].second.size(); j++)
+			printf("%s%llx", j ? "," : "",
+			       (unsigned long long)paths[i].second[j]);
+		printf("\n");
+	}
 	fflush(stdout);
 }
 

@@ -890,9 +890,11 @@ char task_state(pid_t pid)
  * A child blocked in a read is stopped and continued again and again,
  * by PTRACE_INTERRUPT and PTRACE_CONT (ptraced) or by SIGSTOP and SIGCONT:
  * its read returns for the stop, get_signal() runs the pending task_work
- * (the record of the entry, whose sched_switch sample came when the read
- * blocked), then the task stops: a sched_switch with the entry's cookie,
- * after its record.
+ * (the walk for the entry, whose sched_switch sample came when the read
+ * blocked), then the task stops: a second sched_switch sample in the
+ * same entry, after the walk. Both must come before the entry's record,
+ * written when the task returns to user space; the stop's sample is
+ * deferred too, not unwound in place.
  */
 void stop_repeatedly(bool ptraced)
 {
@@ -967,7 +969,13 @@ void stop_repeatedly(bool ptraced)
 	       ord.describe().c_str());
 	EXPECT_EQ(stops, kStops);
 	EXPECT_EQ(s.lost(), 0u);
-	EXPECT_GE(ord.record_after, (size_t)kStops - 1) << ord.describe();
+	/*
+	 * About two per stop (the last read's block has no record yet); a
+	 * stop's sample unwound in place instead leaves about one per stop.
+	 */
+	EXPECT_GE(ord.record_after, (size_t)kStops * 3 / 2)
+		<< "the stops' samples are not answered by their entry's "
+		   "record: " << ord.describe();
 	EXPECT_EQ(ord.record_before, 0u)
 		<< "samples whose cookie's record was written before them: "
 		<< ord.describe();
@@ -975,9 +983,10 @@ void stop_repeatedly(bool ptraced)
 }
 
 constexpr const char *kAfterRecordWhy =
-	"a task stopped or preempted after its entry's record was written: "
-	"perf tools match a sample only with a record after it, so such a "
-	"sample must fall back in place (SPEC 4: no user stack lost)";
+	"a task stopped or preempted after its entry's stack was walked: "
+	"perf tools match a sample only with a record after it, so the "
+	"record must come after such a sample, or the sample fall back in "
+	"place (SPEC 4: no user stack lost)";
 
 TEST(RightStack, PtraceStopSamplesComeBeforeTheirRecord)
 {

@@ -225,3 +225,33 @@ def test_table_shows_the_walk_time_of_timed_rows_only():
         t = row[bench.TIMED]
         assert line.split()[-1] == (f"{t['walk_ns']:.0f}"
                                     if "walk_ns" in t else "-")
+
+
+def test_fallback_paths_are_summed_and_named(tmp_path):
+    """bench-fallback lines (two repetitions of one path, one other path)
+    named with a System.map written here: the names and the sums are
+    known without the program that computes them."""
+    smap = tmp_path / "System.map"
+    smap.write_text("ffffffff81000000 T _stext\n"
+                    "ffffffff81001000 T schedule\n"
+                    "ffffffff81002000 t perf_output_copy\n"
+                    "ffffffff81002100 D some_data\n"
+                    "ffffffff81003000 T exit_to_user_mode_loop\n")
+    text = ("bench-fallback workload=long k=4 mode=deferred rep=1 "
+            "samples=3 kernel=ffffffff81001010,ffffffff81003020\n"
+            "bench-fallback workload=long k=4 mode=deferred rep=2 "
+            "samples=2 kernel=ffffffff81001010,ffffffff81003020\n"
+            "bench-fallback workload=long k=4 mode=deferred rep=2 "
+            "samples=4 kernel=ffffffff81002180\n")
+    out = bench.fallback_report(bench.parse(text),
+                                bench.read_system_map(str(smap)))
+    lines = out.splitlines()
+    print(out)
+    assert lines[0].startswith("long K=4 deferred: 9 samples")
+    # Most frequent first; a data symbol never names text.
+    assert lines[1].split() == ["5", "schedule+0x10", "<-",
+                                "exit_to_user_mode_loop+0x20"]
+    assert lines[2].split() == ["4", "perf_output_copy+0x180"]
+    # Without a map the addresses stay as they are.
+    assert "0xffffffff81002180" in bench.fallback_report(bench.parse(text), [])
+    assert bench.fallback_report(bench.parse(""), []).startswith("no sample")
