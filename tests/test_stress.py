@@ -142,6 +142,25 @@ def test_a_kernel_address_in_a_user_chain_fails_and_says_where(run, where):
             % where) in out, out
 
 
+def test_the_real_kernel_ip_run_fails_on_in_place_chains_only(tmp_path):
+    """The run before the perf/x86 fix: its only failure is the two
+    in-place chains of hostile_stack kernel_ret-64."""
+    dst = tmp_path / "kernel-ip"
+    shutil.copytree(os.path.join(ROOT, "tests", "data", "stress",
+                                 "kernel-ip"), dst)
+    code, out = judge(str(dst))
+    assert code == 1, out
+    fails = [l for l in out.splitlines() if l.startswith("stress: FAIL")]
+    assert fails == [
+        "stress: FAIL: 2 kernel addresses in user chains (2 in samples' "
+        "in-place chains, 0 in deferred records); first: in-place chain "
+        "of tid 426 (child:hostile:kernel_ret-64), entry 1 of 2: "
+        "ffffffff81000100"], out
+    assert out.count("kernel address in a user chain: where=in-place "
+                     "tid=426 who=child:hostile:kernel_ret-64") == 2, out
+    assert "unmatched 0," in out and "kernel_ips_deferred 0," in out
+
+
 def test_a_kernel_address_in_an_older_run_still_fails(run):
     edit(run, "results.log", "kernel_ips=0 ", "kernel_ips=3 ")
     code, out = judge(run)
