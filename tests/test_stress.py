@@ -161,6 +161,22 @@ def test_the_real_kernel_ip_run_fails_on_in_place_chains_only(tmp_path):
     assert "unmatched 0," in out and "kernel_ips_deferred 0," in out
 
 
+def test_the_real_long_run_passes(tmp_path):
+    """make stress STRESS_S=600 with patches 33-34: clean, every cookie
+    matched, nothing lost, no kernel address."""
+    dst = tmp_path / "long"
+    shutil.copytree(os.path.join(ROOT, "tests", "data", "stress", "long"),
+                    dst)
+    code, out = judge(str(dst))
+    assert code == 0, out
+    assert "stress: OK" in out and "600 s asked" in out
+    p = stress.parse(read(str(dst), "results.log"))
+    c = p["cookies"]
+    assert c["announced"] == c["matched"] > 0 and c["unmatched"] == 0
+    assert c["lost"] == 0 and c["kernel_ips"] == 0
+    assert all(p["ops"].get(k, (0, 0))[0] > 0 for k in stress.REQUIRED)
+
+
 def test_a_kernel_address_in_an_older_run_still_fails(run):
     edit(run, "results.log", "kernel_ips=0 ", "kernel_ips=3 ")
     code, out = judge(run)
