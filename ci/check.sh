@@ -3,8 +3,9 @@
 #
 # deps -> the harness's own tests -> the series applies to a fresh base ->
 # checkpatch --strict -> vmtest on the normal kernel -> vmtest on the debug
-# kernel. Stops at the first failing step and names it; prints each step's
-# time at the end.
+# kernel -> a short make stress (CHECK_STRESS_S=120 seconds, 0: none).
+# Stops at the first failing step and names it; prints each step's time
+# at the end.
 . "$(dirname "$0")/lib.sh"
 
 cd "$ROOT"
@@ -30,6 +31,15 @@ step vmtest make -s vmtest CONFIG=normal
 step perf-tools-tests make -s test-perf
 if [ "${CHECK_DEBUG:-1}" = 1 ]; then
 	step vmtest-debug make -s vmtest CONFIG=debug
+fi
+# A short make stress (its own debug + kmemleak kernel): CHECK_STRESS_S
+# seconds of fuzzing and lifecycle storms, 0 to leave it out. The long
+# run is `make stress STRESS_S=600`.
+stress_s=${CHECK_STRESS_S:-120}
+[[ $stress_s =~ ^[0-9]+$ ]] ||
+	die "CHECK_STRESS_S=$stress_s: give seconds (0 leaves the stress out)"
+if [ "$stress_s" -gt 0 ]; then
+	step stress-short make -s stress STRESS_S="$stress_s"
 fi
 log "check: all steps passed"
 printf '%s\n' "${times[@]}"

@@ -23,8 +23,9 @@ accounting, writes summary.json there, and fails the run on:
   - a silent loss in the watch's cookie accounting: a cookie announced
     by a sample with no PERF_RECORD_CALLCHAIN_DEFERRED, beyond what the
     kernel reported lost; a duplicate record; a kernel address in a
-    user chain; a malformed deferred marker; a record that did not
-    parse.
+    user chain, deferred or unwound in place (the FAIL line says which,
+    and the stress-kernel-ip lines the task and chain); a malformed
+    deferred marker; a record that did not parse.
 
 A splat that is a known bug of Linux 6.12 itself (KNOWN, with the
 evidence that it is not the series') still fails the run, but its line
@@ -58,7 +59,8 @@ REQUIRED = ("open-self", "open-cpu", "mmap", "munmap", "close",
 NEVER_FAIL = ("io_uring-worker-sample", "uprobe-chain")
 COOKIE_FIELDS = ("samples", "announced", "delivered", "matched",
                  "unmatched", "orphans", "duplicates", "fallback",
-                 "no_user", "bad_marker", "kernel_ips", "lost",
+                 "no_user", "bad_marker", "kernel_ips",
+                 "kernel_ips_in_place", "kernel_ips_deferred", "lost",
                  "parse_errors")
 
 # Known bugs of the unpatched kernel (Debian 6.12.117, tag vmtest-base)
@@ -104,7 +106,7 @@ def known_bug(console, first_line):
 
 def parse(text):
     r = {"start": None, "ops": {}, "cookies": None, "end": None,
-         "repro": None,
+         "repro": None, "kernel_ip_chains": [],
          "exit": None, "kmemleak": None, "kmemleak_lines": [],
          "progress": [], "done": False}
     for raw in text.splitlines():
@@ -119,6 +121,8 @@ def parse(text):
             r["cookies"] = fields(line)
         elif tag == "stress-end":
             r["end"] = fields(line)
+        elif tag == "stress-kernel-ip":
+            r["kernel_ip_chains"].append(fields(line))
         elif tag == "stress-repro":
             r["repro"] = fields(line)
         elif line.startswith("# stress:"):
@@ -199,8 +203,9 @@ def problems(parsed, results, console):
             out.append(f"silent loss: {c['unmatched']} announced cookies "
                        f"without a deferred record, {c['lost']} records "
                        "reported lost")
+        if c["kernel_ips"]:
+            out.append(kernel_ips_problem(c, parsed["kernel_ip_chains"]))
         for key, what in (("duplicates", "duplicate deferred records"),
-                          ("kernel_ips", "kernel addresses in user chains"),
                           ("bad_marker", "malformed deferred markers"),
                           ("parse_errors", "records that did not parse")):
             if c[key]:
@@ -215,6 +220,22 @@ def never_failed(ops):
     return [f"operation {kind} failed {ops[kind][1]} times (a kernel "
             "bug, not a refusal)"
             for kind in NEVER_FAIL if ops.get(kind, (0, 0))[1]]
+
+
+def kernel_ips_problem(c, chains):
+    """The FAIL line of kernel addresses in user chains: how many, where
+    (a sample's in-place chain or a deferred record's), and the first
+    chain's task and place."""
+    msg = f"{c['kernel_ips']} kernel addresses in user chains"
+    if "kernel_ips_deferred" in c:
+        msg += (f" ({c['kernel_ips_in_place']} in samples' in-place "
+                f"chains, {c['kernel_ips_deferred']} in deferred records)")
+    if chains:
+        k = chains[0]
+        msg += (f"; first: {k.get('where')} chain of tid {k.get('tid')} "
+                f"({k.get('who')}), entry {k.get('at')} of "
+                f"{k.get('nr')}: {k.get('ip')}")
+    return msg
 
 
 def summary(parsed):
@@ -237,6 +258,10 @@ def summary(parsed):
     if c:
         lines.append("  cookies: " + ", ".join(
             f"{k} {c[k]}" for k in COOKIE_FIELDS if k in c))
+    for k in parsed["kernel_ip_chains"]:
+        lines.append("  kernel address in a user chain: " + " ".join(
+            f"{key}={k[key]}" for key in ("where", "tid", "who", "at", "nr",
+                                          "ip", "misc", "chain") if key in k))
     km = parsed["kmemleak"]
     lines.append(f"  kmemleak: {km if km is not None else '?'} "
                  "unreferenced objects after the final scan")

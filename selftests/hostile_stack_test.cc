@@ -35,7 +35,12 @@ constexpr uint64_t kCompatUserLimit = 0xffffe000ULL;
 /* The ip in hostile_reads, then at most this many more entries. */
 constexpr size_t kMaxHostileNr = 3;
 
-void run_hostile(const std::string &mode, bool compat, bool deferred)
+/*
+ * in_place_no_kernel: the in-place walk (deferred false) must not report
+ * a kernel address either, as the series' perf/x86 walk ensures.
+ */
+void run_hostile(const std::string &mode, bool compat, bool deferred,
+		 bool in_place_no_kernel = false)
 {
 	std::string name = compat ? "hostile_stack_32" : "hostile_stack";
 	SKIP_UNLESS_HELPER(name);
@@ -104,6 +109,12 @@ void run_hostile(const std::string &mode, bool compat, bool deferred)
 	if (!deferred) {
 		/* Classic walk: bounded by the callchain's max stack. */
 		EXPECT_LE(longest, 128u);
+		printf("# in place: %d chains with a kernel address\n", kernel);
+		if (in_place_no_kernel) {
+			EXPECT_EQ(kernel, 0)
+				<< "kernel address in an in-place user chain: "
+				<< first_kernel;
+		}
 		return;
 	}
 	printf("# %s\n", r.describe().c_str());
@@ -140,6 +151,27 @@ HOSTILE_TESTS(KernelFramePointer, "kernel")
 HOSTILE_TESTS(KernelReturnAddress, "kernel_ret")
 HOSTILE_TESTS(Unmapped, "unmapped")
 HOSTILE_TESTS(Misaligned, "misaligned")
+
+/*
+ * A frame whose return address is a kernel address, sampled in a system
+ * call without deferral: 6.12's walk stored whatever return address the
+ * frame held, so the sample's user chain showed the kernel address.
+ */
+TEST(Hostile, InPlaceKernelReturnAddress64)
+{
+	EXTENSION("the in-place user walk never reports a kernel address "
+		  "either (perf/x86 of the series)");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	run_hostile("kernel_ret", false, false, true);
+}
+
+TEST(Hostile, InPlaceKernelReturnAddress32)
+{
+	EXTENSION("the in-place user walk never reports a kernel address "
+		  "either (perf/x86 of the series)");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	run_hostile("kernel_ret", true, false, true);
+}
 
 TEST(Hostile, InPlaceWalkTerminates)
 {

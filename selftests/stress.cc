@@ -49,7 +49,12 @@
  *	stress-op kind=K ok=N failed=M            one per kind
  *	stress-cookies samples=N announced=N delivered=N matched=N
  *		unmatched=N orphans=N duplicates=N fallback=N no_user=N
- *		bad_marker=N kernel_ips=N lost=N
+ *		bad_marker=N kernel_ips=N kernel_ips_in_place=N
+ *		kernel_ips_deferred=N lost=N
+ *	stress-kernel-ip where=in-place|deferred tid=T who=W cpu=N
+ *		cookie=C at=I nr=N kernel_ips=K ip=A misc=user|kernel|-
+ *		kernel_nr=N chain=A,B,...     up to 20, one per user chain
+ *		holding a kernel address (who: child:hostile:<mode>-64, ...)
  *	stress-unmatched c=COOKIE tid=T who=W t=S before_end=S cpu=N
  *		buf=N records_tids=T,...|-     up to 50, one per unmatched
  *		cookie (who: main, fuzz, work, life, child:<kind>, unknown)
@@ -117,6 +122,8 @@ bool g_trace_cookies = false;
 std::mutex g_who_mu;
 std::map<pid_t, std::string> g_who;
 std::atomic<int> g_kind_idx{ -1 };
+/* What the next child of this thread runs, beyond its kind ("" none). */
+thread_local std::string t_child_detail;
 const char *g_kind_names[] = { "fork-exit", "exec-64-32-64",
 			       "thread-exit-in-syscall", "sigkill", "migrate",
 			       "cpu-offline-online", "hostile", "hostile",
@@ -415,7 +422,8 @@ template <typename F> pid_t fork_child(F fn)
 		g_child.store(pid);
 		int k = g_kind_idx.load();
 		name_tid(pid, std::string("child:") +
-				      (k >= 0 ? g_kind_names[k] : "?"));
+				      (k >= 0 ? g_kind_names[k] : "?") +
+				      t_child_detail);
 	}
 	return pid;
 }
@@ -565,7 +573,10 @@ void life_thread(unsigned seed)
 		case 7: { /* hostile user stacks, 64- and 32-bit */
 			bool is32 = rng() % 2;
 			const char *mode = modes[rng() % 6];
+			t_child_detail = std::string(":") + mode +
+					 (is32 ? "-32" : "-64");
 			int rc = run_exec({ is32 ? hs32 : hs64, mode, "30" });
+			t_child_detail.clear();
 			count(std::string("hostile-") + mode +
 				      (is32 ? "-32" : "-64"),
 			      rc == 0);
@@ -600,6 +611,11 @@ struct Accounting {
 	uint64_t samples = 0, announced = 0, delivered = 0, matched = 0,
 		 duplicates = 0, fallback = 0, no_user = 0, bad_marker = 0,
 		 kernel_ips = 0, lost = 0, parse_errors = 0;
+	/* kernel_ips split by where the user chain was: a sample's own
+	 * (unwound in place, at the sample) or a deferred record's */
+	uint64_t kernel_ips_in_place = 0, kernel_ips_deferred = 0;
+	/* The first user chains holding a kernel address, one line each */
+	std::vector<std::string> kernel_ip_lines;
 	struct State {
 		bool announced = false, delivered = false;
 		/* The first announcing sample: perf time, CPU, buffer */
@@ -677,6 +693,59 @@ perf_event_attr watch_attr()
 	return a;
 }
 
+/*
+ * A user chain (of a sample, in place, or of a deferred record) holding
+ * kernel addresses: count them, and describe the chain (up to 20 lines)
+ * as one stress-kernel-ip line: where the chain was, the task (TID, who
+ * it is: a lifecycle child's kind and helper mode), the first kernel
+ * address's index in the chain, the chain, and for a sample the mode it
+ * interrupted (misc: user or kernel) and its kernel part's length.
+ */
+void check_user_chain(Accounting *acc, const std::vector<uint64_t> &ips,
+		      bool deferred, uint32_t tid, uint32_t cpu, uint64_t cookie,
+		      uint16_t misc, size_t kernel_nr)
+{
+	size_t first = ips.size(), n = 0;
+	for (size_t i = 0; i < ips.size(); i++)
+		if (perf_abi::is_kernel_address(ips[i])) {
+			n++;
+			first = std::min(first, i);
+		}
+	if (!n)
+		return;
+	acc->kernel_ips += n;
+	(deferred ? acc->kernel_ips_deferred : acc->kernel_ips_in_place) += n;
+	if (acc->kernel_ip_lines.size() >= 20)
+		return;
+	std::string who = who_is(tid), chain;
+	for (char &ch : who)
+		if (ch == ' ')
+			ch = '_';
+	for (size_t i = 0; i < ips.size() && i < 12; i++) {
+		char b[24];
+		snprintf(b, sizeof(b), "%s%llx", i ? "," : "",
+			 (unsigned long long)ips[i]);
+		chain += b;
+	}
+	if (ips.size() > 12)
+		chain += ",...";
+	uint16_t mode = misc & PERF_RECORD_MISC_CPUMODE_MASK;
+	char line[512];
+	snprintf(line, sizeof(line),
+		 "stress-kernel-ip where=%s tid=%u who=%s cpu=%u cookie=%llx "
+		 "at=%zu nr=%zu kernel_ips=%zu ip=%llx misc=%s kernel_nr=%zu "
+		 "chain=%s",
+		 deferred ? "deferred" : "in-place", tid, who.c_str(), cpu,
+		 (unsigned long long)cookie, first, ips.size(), n,
+		 (unsigned long long)ips[first],
+		 deferred			     ? "-" :
+		 mode == PERF_RECORD_MISC_USER	     ? "user" :
+		 mode == PERF_RECORD_MISC_KERNEL     ? "kernel" :
+						       "other",
+		 kernel_nr, chain.c_str());
+	acc->kernel_ip_lines.push_back(line);
+}
+
 void account(Accounting *acc, perf::Event &ev, uint32_t buf)
 {
 	const perf_event_attr &attr = ev.attr();
@@ -690,8 +759,9 @@ void account(Accounting *acc, perf::Event &ev, uint32_t buf)
 			}
 			acc->samples++;
 			perf::SplitChain c = perf::split_callchain(s.callchain);
-			for (uint64_t ip : c.user)
-				acc->kernel_ips += perf_abi::is_kernel_address(ip);
+			check_user_chain(acc, c.user, false, s.sid.tid,
+					 s.sid.cpu, 0, r.header.misc,
+					 c.kernel.size());
 			if (c.deferred && c.has_user_ctx)
 				acc->bad_marker++;
 			acc->last_time = std::max(acc->last_time,
@@ -711,8 +781,8 @@ void account(Accounting *acc, perf::Event &ev, uint32_t buf)
 				acc->parse_errors++;
 				continue;
 			}
-			for (uint64_t ip : d.ips)
-				acc->kernel_ips += perf_abi::is_kernel_address(ip);
+			check_user_chain(acc, d.ips, true, d.sid.tid,
+					 d.sid.cpu, d.cookie, r.header.misc, 0);
 			acc->deliver(d.cookie, d.sid.tid);
 		}
 	}
@@ -1202,6 +1272,7 @@ int main(int argc, char **argv)
 	printf("stress-cookies samples=%llu announced=%llu delivered=%llu "
 	       "matched=%llu unmatched=%llu orphans=%llu duplicates=%llu "
 	       "fallback=%llu no_user=%llu bad_marker=%llu kernel_ips=%llu "
+	       "kernel_ips_in_place=%llu kernel_ips_deferred=%llu "
 	       "lost=%llu parse_errors=%llu\n",
 	       (unsigned long long)acc.samples,
 	       (unsigned long long)acc.announced,
@@ -1214,8 +1285,12 @@ int main(int argc, char **argv)
 	       (unsigned long long)acc.no_user,
 	       (unsigned long long)acc.bad_marker,
 	       (unsigned long long)acc.kernel_ips,
+	       (unsigned long long)acc.kernel_ips_in_place,
+	       (unsigned long long)acc.kernel_ips_deferred,
 	       (unsigned long long)acc.lost,
 	       (unsigned long long)acc.parse_errors);
+	for (const std::string &l : acc.kernel_ip_lines)
+		printf("%s\n", l.c_str());
 	printf("stress-end seconds=%.1f ops=%llu status=ok\n",
 	       work::now_s() - t0, (unsigned long long)total);
 	if (repro)

@@ -55,7 +55,10 @@ def test_parser_reads_every_line_of_the_real_run():
     for kind in stress.REQUIRED:
         assert p["ops"][kind][0] > 0, kind
     c = p["cookies"]
-    assert set(stress.COOKIE_FIELDS) <= set(c)
+    # The runs saved before the watch split kernel_ips by where the chain
+    # was have every other field.
+    assert set(stress.COOKIE_FIELDS) - {"kernel_ips_in_place",
+                                        "kernel_ips_deferred"} <= set(c)
     assert c["announced"] > 0 and c["matched"] <= c["announced"]
     assert stress.problems(p, read(RUN, "results.log"),
                            read(RUN, "console.log")) == []
@@ -112,6 +115,73 @@ def test_a_silent_loss_fails(run):
          f"unmatched={c['lost'] + 1} ")
     code, out = judge(run)
     assert code == 1 and "silent loss" in out, out
+
+
+KERNEL_IP_LINE = (
+    "stress-kernel-ip where=in-place tid=4242 who=child:hostile:kernel_ret-64"
+    " cpu=2 cookie=0 at=2 nr=3 kernel_ips=1 ip=ffffffff81000000 misc=kernel"
+    " kernel_nr=9 chain=401234,401300,ffffffff81000000\n")
+
+
+@pytest.mark.parametrize("where", ["in-place", "deferred"])
+def test_a_kernel_address_in_a_user_chain_fails_and_says_where(run, where):
+    edit(run, "results.log", "kernel_ips=0 ",
+         "kernel_ips=1 kernel_ips_in_place=%d kernel_ips_deferred=%d " %
+         (where == "in-place", where == "deferred"))
+    edit(run, "results.log", "stress-end ",
+         KERNEL_IP_LINE.replace("in-place", where) + "stress-end ")
+    code, out = judge(run)
+    assert code == 1, out
+    n = (1, 0) if where == "in-place" else (0, 1)
+    assert ("stress: FAIL: 1 kernel addresses in user chains (%d in "
+            "samples' in-place chains, %d in deferred records); first: "
+            "%s chain of tid 4242 (child:hostile:kernel_ret-64), entry 2 "
+            "of 3: ffffffff81000000" % (n + (where,))) in out, out
+    assert ("kernel address in a user chain: where=%s tid=4242 "
+            "who=child:hostile:kernel_ret-64 at=2 nr=3 ip=ffffffff81000000"
+            % where) in out, out
+
+
+def test_the_real_kernel_ip_run_fails_on_in_place_chains_only(tmp_path):
+    """The run before the perf/x86 fix: its only failure is the two
+    in-place chains of hostile_stack kernel_ret-64."""
+    dst = tmp_path / "kernel-ip"
+    shutil.copytree(os.path.join(ROOT, "tests", "data", "stress",
+                                 "kernel-ip"), dst)
+    code, out = judge(str(dst))
+    assert code == 1, out
+    fails = [l for l in out.splitlines() if l.startswith("stress: FAIL")]
+    assert fails == [
+        "stress: FAIL: 2 kernel addresses in user chains (2 in samples' "
+        "in-place chains, 0 in deferred records); first: in-place chain "
+        "of tid 426 (child:hostile:kernel_ret-64), entry 1 of 2: "
+        "ffffffff81000100"], out
+    assert out.count("kernel address in a user chain: where=in-place "
+                     "tid=426 who=child:hostile:kernel_ret-64") == 2, out
+    assert "unmatched 0," in out and "kernel_ips_deferred 0," in out
+
+
+def test_the_real_long_run_passes(tmp_path):
+    """make stress STRESS_S=600 with the two fixes (patches 38-39): clean, every cookie
+    matched, nothing lost, no kernel address."""
+    dst = tmp_path / "long"
+    shutil.copytree(os.path.join(ROOT, "tests", "data", "stress", "long"),
+                    dst)
+    code, out = judge(str(dst))
+    assert code == 0, out
+    assert "stress: OK" in out and "600 s asked" in out
+    p = stress.parse(read(str(dst), "results.log"))
+    c = p["cookies"]
+    assert c["announced"] == c["matched"] > 0 and c["unmatched"] == 0
+    assert c["lost"] == 0 and c["kernel_ips"] == 0
+    assert all(p["ops"].get(k, (0, 0))[0] > 0 for k in stress.REQUIRED)
+
+
+def test_a_kernel_address_in_an_older_run_still_fails(run):
+    edit(run, "results.log", "kernel_ips=0 ", "kernel_ips=3 ")
+    code, out = judge(run)
+    assert code == 1, out
+    assert "stress: FAIL: 3 kernel addresses in user chains" in out, out
 
 
 def test_a_guest_that_does_not_finish_fails(run):
