@@ -37,16 +37,7 @@ switches=(NO_LIBPERL=1 NO_SLANG=1 NO_GTK2=1 NO_LIBUNWIND=1 NO_LIBDW=1
 	NO_LIBNUMA=1 NO_LIBCAP=1 NO_LIBBABELTRACE=1 NO_LZMA=1 NO_ZSTD=1
 	NO_DEMANGLE=1 NO_LIBPFM4=1 NO_SDT=1 NO_AUXTRACE=1 NO_LIBLLVM=1
 	NO_CAPSTONE=1 NO_SHELLCHECK=1 NO_LIBDEBUGINFOD=1)
-stamp=
-if git -C "$src" rev-parse -q --verify HEAD:tools >/dev/null 2>&1; then
-	stamp=$( {
-		echo "${switches[*]} $suffix"
-		git -C "$src" rev-parse HEAD:tools
-		git -C "$src" diff HEAD -- tools
-		git -C "$src" ls-files -o --exclude-standard -z -- tools |
-			xargs -0r sha1sum
-	} | sha1sum | cut -d' ' -f1)
-fi
+stamp=$(tools_stamp "$src" "${switches[*]} $suffix")
 if [ -n "$stamp" ] && [ -f "$out/perf.so" ] && [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ]; then
 	log "perf python binding unchanged (tools/ as at the last build): $out/perf.so"
 	exit 0

@@ -47,16 +47,7 @@ done
 # uncommitted) and the switches are what the last build saw, its make,
 # 6-10 s of doing nothing, is skipped. Trees that are not git repos always
 # run make.
-stamp=
-if git -C "$src" rev-parse -q --verify HEAD:tools >/dev/null 2>&1; then
-	stamp=$( {
-		echo "${switches[*]} ${flags[*]}"
-		git -C "$src" rev-parse HEAD:tools
-		git -C "$src" diff HEAD -- tools
-		git -C "$src" ls-files -o --exclude-standard -z -- tools |
-			xargs -0r sha1sum
-	} | sha1sum | cut -d' ' -f1)
-fi
+stamp=$(tools_stamp "$src" "${switches[*]} ${flags[*]}")
 if [ -n "$stamp" ] && [ -x "$out/perf" ] && [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ]; then
 	log "perf unchanged (tools/ as at the last build): $out/perf"
 	exit 0
