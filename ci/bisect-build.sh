@@ -5,9 +5,9 @@
 # since the base, one after the other, in a detached worktree
 # (build/bisect) and build it incrementally: the guest kernel (normal
 # config, the series' options as far as that commit defines them) when
-# the commit touches anything outside tools/, and static perf when it
-# touches tools/. Stops at the first commit that does not build and names
-# it. The user's tree is not touched. A commit whose tree already built
+# the commit touches anything outside tools/, and static perf and its
+# python binding (perf.so) when it touches tools/. Stops at the first
+# commit that does not build and names it. The user's tree is not touched. A commit whose tree already built
 # with the same configuration (build/out/bisect/built.list) is not built
 # again, so after a change to patch N only patches N.. are rebuilt.
 . "$(dirname "$0")/lib.sh"
@@ -75,6 +75,12 @@ for c in "${commits[@]}"; do
 			die "[$i/${#commits[@]}] perf does not build at: $subject"
 		}
 		what="${what:+$what + }perf"
+		# perf.so links perf's util objects too, python.c besides them.
+		"$ROOT/ci/build-perf-python.sh" "$wt" "$out/perf-python" >"$out/perf-python.log" 2>&1 || {
+			tail -30 "$out/perf-python.log" >&2
+			die "[$i/${#commits[@]}] perf's python binding does not build at: $subject"
+		}
+		what="$what + perf.so"
 	fi
 	printf '[%2d/%d] %-6s builds (%s, %d s)\n' "$i" "${#commits[@]}" \
 		"${c:0:12}" "$what" $((SECONDS - t0))
