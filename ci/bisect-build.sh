@@ -7,9 +7,10 @@
 # config, the series' options as far as that commit defines them) when
 # the commit touches anything outside tools/, and static perf and its
 # python binding (perf.so) when it touches tools/. Stops at the first
-# commit that does not build and names it. The user's tree is not touched. A commit whose tree already built
-# with the same configuration (build/out/bisect/built.list) is not built
-# again, so after a change to patch N only patches N.. are rebuilt.
+# commit that does not build and names it. The user's tree is not
+# touched. A commit whose tree already built with the same configuration
+# (build/out/bisect/built.list) is not built again, so after a change to
+# patch N only patches N.. are rebuilt.
 . "$(dirname "$0")/lib.sh"
 
 [ $# -ge 2 ] || die "usage: bisect-build.sh KERNEL_SRC FRAGMENT..."
