@@ -157,7 +157,7 @@ apply-fresh: $(TREE_DEP) ## prove patches/ applies to a fresh, unpatched base
 bisect-build: $(TREE_DEP) ## build every commit of the series in turn (kernel, perf)
 	@bash ci/bisect-build.sh "$(KSRC)" $(FRAGMENTS)
 
-check: ## everything CI runs: deps, harness tests, apply, checkpatch, vmtest x2
+check: ## everything CI runs: deps, tree, perf, harness tests, apply, checkpatch, vmtest x2, test-perf, short stress
 	@bash ci/check.sh
 
 kunit: deps $(TREE_DEP) ## run the series' KUnit suites alone through kunit.py
