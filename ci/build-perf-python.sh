@@ -32,11 +32,7 @@ python=/usr/bin/python3
 	die "$python or $python-config missing: run 'make deps' (python3-dev)"
 suffix=$("$python" -c 'from importlib import machinery; print(machinery.EXTENSION_SUFFIXES[0])')
 mkdir -p "$out"
-switches=(NO_LIBPERL=1 NO_SLANG=1 NO_GTK2=1 NO_LIBUNWIND=1 NO_LIBDW=1
-	NO_LIBTRACEEVENT=1 NO_LIBBPF=1 NO_BPF_SKEL=1 NO_JVMTI=1 NO_LIBCRYPTO=1
-	NO_LIBNUMA=1 NO_LIBCAP=1 NO_LIBBABELTRACE=1 NO_LZMA=1 NO_ZSTD=1
-	NO_DEMANGLE=1 NO_LIBPFM4=1 NO_SDT=1 NO_AUXTRACE=1 NO_LIBLLVM=1
-	NO_CAPSTONE=1 NO_SHELLCHECK=1 NO_LIBDEBUGINFOD=1)
+switches=("${PERF_OFF_SWITCHES[@]}")
 stamp=$(tools_stamp "$src" "${switches[*]} $suffix")
 if [ -n "$stamp" ] && [ -f "$out/perf.so" ] && [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ]; then
 	log "perf python binding unchanged (tools/ as at the last build): $out/perf.so"

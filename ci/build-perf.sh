@@ -32,11 +32,7 @@ mkdir -p "$out"
 # tree's new optional parts (a Rust test workload whose static archive
 # fails to link, say) are off too. KEEP lists what the guest's perf needs.
 KEEP=" NO_LIBELF NO_ZLIB NO_SYSCALL_TABLE NO_BIONIC "  # libelf.a needs zlib
-switches=(NO_LIBPERL=1 NO_LIBPYTHON=1 NO_SLANG=1 NO_GTK2=1 NO_LIBUNWIND=1
-	NO_LIBDW=1 NO_LIBTRACEEVENT=1 NO_LIBBPF=1 NO_BPF_SKEL=1 NO_JVMTI=1
-	NO_LIBCRYPTO=1 NO_LIBNUMA=1 NO_LIBCAP=1 NO_LIBBABELTRACE=1 NO_LZMA=1
-	NO_ZSTD=1 NO_DEMANGLE=1 NO_LIBPFM4=1 NO_SDT=1 NO_AUXTRACE=1
-	NO_LIBLLVM=1 NO_CAPSTONE=1 NO_SHELLCHECK=1 NO_LIBDEBUGINFOD=1)
+switches=("${PERF_OFF_SWITCHES[@]}" NO_LIBPYTHON=1)
 for sw in $(find "$src/tools/perf" -maxdepth 4 \( -name 'Makefile*' -o -name Build \) \
 		-exec grep -ohE '\b(ifn?def|if(n)?eq \(\$\()\s*\(?NO_[A-Z0-9_]+' {} + |
 	grep -oE 'NO_[A-Z0-9_]+' | sort -u); do

@@ -23,6 +23,14 @@ warn() { printf 'warning: %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 2; }
 
 # The series, in order, without the cover letter.
+# perf's optional parts that neither the guest's static perf nor perf.so
+# needs (ci/build-perf.sh, ci/build-perf-python.sh): off, as 6.12 knows them.
+PERF_OFF_SWITCHES=(NO_LIBPERL=1 NO_SLANG=1 NO_GTK2=1 NO_LIBUNWIND=1 NO_LIBDW=1
+	NO_LIBTRACEEVENT=1 NO_LIBBPF=1 NO_BPF_SKEL=1 NO_JVMTI=1 NO_LIBCRYPTO=1
+	NO_LIBNUMA=1 NO_LIBCAP=1 NO_LIBBABELTRACE=1 NO_LZMA=1 NO_ZSTD=1
+	NO_DEMANGLE=1 NO_LIBPFM4=1 NO_SDT=1 NO_AUXTRACE=1 NO_LIBLLVM=1
+	NO_CAPSTONE=1 NO_SHELLCHECK=1 NO_LIBDEBUGINFOD=1)
+
 # tools_stamp SRC WORDS...: a hash of SRC's tools/ (committed and
 # uncommitted) and WORDS (the build's switches), empty if SRC is not a git
 # tree. perf's build reads nothing outside tools/: when the stamp is what
