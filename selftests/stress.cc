@@ -1038,23 +1038,16 @@ void uprobe_caller_thread(unsigned seed)
  */
 void uprobe_step(std::mt19937_64 &rng, bool ret)
 {
-	static const std::string pmu = "/sys/bus/event_source/devices/uprobe/";
 	const char *kind = ret ? "uretprobe" : "uprobe";
-	std::string type = work::read_file(pmu + "type");
-	std::string bit = work::read_file(pmu + "format/retprobe");
 	std::string path;
 	uint64_t offset = 0;
-	if (type.empty() || bit.compare(0, 7, "config:") ||
-	    !file_offset_of((uint64_t)(uintptr_t)stress_probed, &path,
-			    &offset)) {
+	perf_event_attr a = deferred_sampler_attr(1);
+	if (!file_offset_of((uint64_t)(uintptr_t)stress_probed, &path,
+			    &offset) ||
+	    !perf::uprobe_attr(path.c_str(), offset, ret, &a)) {
 		count(kind, false);
 		return;
 	}
-	perf_event_attr a = deferred_sampler_attr(1);
-	a.type = atoi(type.c_str());
-	a.config = ret ? 1ULL << atoi(bit.c_str() + 7) : 0;
-	a.config1 = (uint64_t)(uintptr_t)path.c_str(); /* uprobe_path */
-	a.config2 = offset;			       /* probe_offset */
 
 	std::vector<pid_t> tids;
 	{

@@ -44,18 +44,10 @@ public:
 	/* 0 or -errno; -ENOENT without the uprobe PMU. */
 	int open(const std::string &path, uint64_t offset, pid_t pid)
 	{
-		std::string type = work::read_file(std::string(kUprobePmu) +
-						   "/type");
-		std::string bit = work::read_file(std::string(kUprobePmu) +
-						  "/format/retprobe");
-		if (type.empty() || bit.compare(0, 7, "config:"))
-			return -ENOENT;
 		perf_event_attr attr{};
 		attr.size = sizeof(attr);
-		attr.type = atoi(type.c_str());
-		attr.config = 1ULL << atoi(bit.c_str() + 7);
-		attr.config1 = (uint64_t)(uintptr_t)path.c_str(); /* uprobe_path */
-		attr.config2 = offset;				/* probe_offset */
+		if (!perf::uprobe_attr(path.c_str(), offset, true, &attr))
+			return -ENOENT;
 		fd_ = perf::open_event(&attr, pid, -1);
 		return fd_ < 0 ? fd_ : 0;
 	}

@@ -2,13 +2,17 @@
 #include "perf_event.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <string>
+
 #include "perf_abi.h"
+#include "workload.h"
 
 namespace perf {
 
@@ -196,6 +200,21 @@ SplitChain split_callchain(const std::vector<uint64_t> &chain)
 		}
 	}
 	return s;
+}
+
+bool uprobe_attr(const char *path, uint64_t offset, bool ret,
+		 perf_event_attr *a)
+{
+	static const char pmu[] = "/sys/bus/event_source/devices/uprobe/";
+	std::string type = work::read_file(std::string(pmu) + "type");
+	std::string bit = work::read_file(std::string(pmu) + "format/retprobe");
+	if (type.empty() || bit.compare(0, 7, "config:"))
+		return false;
+	a->type = atoi(type.c_str());
+	a->config = ret ? 1ULL << atoi(bit.c_str() + 7) : 0;
+	a->config1 = (uint64_t)(uintptr_t)path; /* uprobe_path */
+	a->config2 = offset;			/* probe_offset */
+	return true;
 }
 
 int open_event(perf_event_attr *attr, pid_t pid, int cpu, int group_fd,

@@ -69,6 +69,15 @@ struct SplitChain {
 };
 SplitChain split_callchain(const std::vector<uint64_t> &chain);
 
+/*
+ * Sets the uprobe PMU's fields of *a (type, the retprobe bit for a
+ * uretprobe, path and file offset of the probed code); the other fields
+ * are left to the caller. path must outlive the perf_event_open() call.
+ * False without the uprobe PMU.
+ */
+bool uprobe_attr(const char *path, uint64_t offset, bool ret,
+		 perf_event_attr *a);
+
 /* perf_event_open(2); returns -errno on failure. */
 int open_event(perf_event_attr *attr, pid_t pid, int cpu, int group_fd = -1,
 	       unsigned long flags = PERF_FLAG_FD_CLOEXEC);
