@@ -1,0 +1,116 @@
+"""A guest with a stuck CPU or task: qemu/vm.py stops it a grace period
+after the first soft lockup, hung task or RCU stall (splat.Watch), and
+the judges (ci/stress.py, make verdict) name that report's task and
+innermost frames (splat.first_stuck). The real case is
+tests/data/stress/hang (a make stress run that hit a soft lockup at
+110 s and went on until the host timeout at 720 s); the RCU stalls and
+the hung task are crafted in the kernel's format (tests/data/stuck)."""
+import os
+
+import pytest
+
+from vmtest import splat
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HANG = os.path.join(ROOT, "tests", "data", "stress", "hang")
+STUCK = os.path.join(ROOT, "tests", "data", "stuck")
+GRACE = 5
+
+HANG_STACK = ("irq_work_sync <- _free_event <- put_event <- "
+              "perf_event_release_kernel <- perf_release <- __fput")
+HANG_REPORT = f"soft lockup at 109.9 s, stress:169 on CPU 0: {HANG_STACK}"
+# Each crafted report: how the watch names it and the judges' words.
+CRAFTED = {
+    "rcu-self-detected.log": (
+        "rcu stall at 301.1 s",
+        "rcu stall at 301.1 s, stress:171 on CPU 2: unwind_user_faultable"
+        " <- unwind_deferred_task_work <- task_work_run <- "
+        "syscall_exit_to_user_mode <- do_syscall_64 <- "
+        "entry_SYSCALL_64_after_hwframe"),
+    "rcu-detected.log": (
+        "rcu stall at 412.5 s",
+        "rcu stall at 412.5 s, cpuhp/3:29 on CPU 3: "
+        "queued_spin_lock_slowpath <- do_raw_spin_lock <- _raw_spin_lock "
+        "<- perf_event_exit_cpu_context <- perf_event_exit_cpu <- "
+        "cpuhp_invoke_callback"),
+    "hung-task.log": (
+        "hung task at 245.3 s",
+        "hung task at 245.3 s, stress:214: __schedule <- schedule <- "
+        "schedule_preempt_disabled <- __mutex_lock <- "
+        "perf_event_ctx_lock_nested <- perf_ioctl"),
+}
+
+
+def read(*path):
+    with open(os.path.join(*path), errors="replace") as f:
+        return f.read()
+
+
+def replay(console, grace=GRACE):
+    """What vm.py keeps of a console when each line arrives at its own
+    timestamp: (the lines printed before the stop, the Watch)."""
+    watch, kept, now = splat.Watch(grace), [], 0.0
+    for line in console.splitlines():
+        t = splat.seconds(line)
+        now = now if t is None else t
+        if watch.due(now):
+            break
+        watch.feed(line, now)
+        kept.append(line)
+    return kept, watch
+
+
+def test_the_real_hang_stops_a_grace_period_after_its_first_report():
+    lines = read(HANG, "console.log").splitlines()
+    kept, watch = replay("\n".join(lines))
+    assert watch.stuck == "soft lockup at 109.9 s"
+    # The whole report is kept: its registers, its stack to the end...
+    assert any("RIP: 0010:irq_work_sync+0x1df/0x207" in l for l in kept)
+    assert any("perf_release+0x2c/0x30" in l for l in kept)
+    assert kept[-1].endswith(" </TASK>")
+    assert splat.describe(splat.first_stuck("\n".join(kept))) == HANG_REPORT
+    # ... and nothing after the grace: the next line is the hung task
+    # report 15 s later, which the guest never gets to print.
+    assert "INFO: task stress:170 blocked" in lines[len(kept)]
+    # A longer grace keeps reading: the hung tasks and their lock dump.
+    kept, _ = replay("\n".join(lines), grace=20)
+    assert any("Showing all locks held" in l for l in kept)
+    assert "soft lockup - CPU#0 stuck for 63s" in lines[len(kept)]
+
+
+@pytest.mark.parametrize("run", [("stress", "final"), ("normal",),
+                                 ("debug",)])
+def test_a_clean_console_never_stops(run):
+    console = read(ROOT, "tests", "data", *run, "console.log")
+    kept, watch = replay(console)
+    assert watch.stuck is None and not watch.due(1e9)
+    assert kept == console.splitlines()
+    assert splat.stuck_problem(console) is None
+
+
+@pytest.mark.parametrize("name", sorted(CRAFTED))
+def test_each_stuck_kind_is_caught_and_named(name):
+    console = read(STUCK, name)
+    lines = console.splitlines()
+    kept, watch = replay(console)
+    assert watch.stuck == CRAFTED[name][0]
+    # Stopped after the whole dump (a hung task's lock dump included),
+    # before the report's repetition a minute later.
+    assert kept == lines[:-1]
+    assert splat.stuck_problem(console) == \
+        "first stuck report: " + CRAFTED[name][1]
+
+
+def test_the_report_after_a_splat_is_still_found():
+    """A WARNING before the lockup is no stuck report: the watch waits."""
+    console = read(HANG, "console.log").replace(
+        "[   85.102404] smpboot:",
+        "[   85.100000] WARNING: CPU: 1 PID: 77 at kernel/events/core.c:9 x\n"
+        "[   85.102404] smpboot:")
+    _, watch = replay(console)
+    assert watch.stuck == "soft lockup at 109.9 s"
+    assert splat.first_stuck(console)["frames"][0] == "irq_work_sync"
+
+
+def test_every_stuck_kind_is_a_splat_kind():
+    assert set(splat.STUCK) <= {k for k, _ in splat.DENY}
