@@ -5,7 +5,10 @@ innermost frames (splat.first_stuck). The real case is
 tests/data/stress/hang (a make stress run that hit a soft lockup at
 110 s and went on until the host timeout at 720 s); the RCU stalls and
 the hung task are crafted in the kernel's format (tests/data/stuck)."""
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -114,3 +117,69 @@ def test_the_report_after_a_splat_is_still_found():
 
 def test_every_stuck_kind_is_a_splat_kind():
     assert set(splat.STUCK) <= {k for k, _ in splat.DENY}
+
+
+FAKE_QEMU = r'''#!/usr/bin/python3
+"""QEMU for vm.py: prints FAKE_CONSOLE to the console chardev, at once
+up to FAKE_FROM (guest seconds), then at FAKE_PACE host seconds per
+guest second; then hangs if FAKE_HANG is set, else exits 0."""
+import os, re, sys, time
+path = next(a.split("path=", 1)[1] for a in sys.argv
+            if a.startswith("file,id=console,"))
+prev = None
+with open(path, "w") as out:
+    for line in open(os.environ["FAKE_CONSOLE"]):
+        m = re.match(r"\[\s*(\d+\.\d+)\]", line)
+        t = float(m.group(1)) if m else prev
+        if prev is not None and t > float(os.environ["FAKE_FROM"]):
+            time.sleep((t - prev) * float(os.environ["FAKE_PACE"]))
+        prev = t
+        out.write(line)
+        out.flush()
+if os.environ.get("FAKE_HANG"):
+    time.sleep(600)
+'''
+
+
+def boot(tmp_path, console, hang, grace, start, timeout=30):
+    """qemu/vm.py on the fake QEMU: (run.json, console.log, output)."""
+    qemu = tmp_path / "qemu"
+    qemu.write_text(FAKE_QEMU)
+    qemu.chmod(0o755)
+    for f in ("bzImage", "initrd"):
+        (tmp_path / f).write_text("")
+    out = tmp_path / "run"
+    env = dict(os.environ, VMTEST_QEMU=str(qemu), FAKE_CONSOLE=console,
+               FAKE_FROM=start, FAKE_PACE="0.2", FAKE_HANG=hang)
+    p = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "qemu", "vm.py"), "--kernel",
+         str(tmp_path / "bzImage"), "--initrd", str(tmp_path / "initrd"),
+         "--out", str(out), "--accel", "tcg", "--timeout", str(timeout),
+         "--stuck-grace", str(grace)],
+        env=env, capture_output=True, text=True, timeout=timeout + 30)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return (json.loads((out / "run.json").read_text()),
+            (out / "console.log").read_text(), p.stdout)
+
+
+def test_vm_py_stops_the_real_hang_at_its_first_report(tmp_path):
+    """The console streams as the real guest printed it after 109 s (at
+    a fifth of its pace): the soft lockup's stack arrives within the
+    one-second grace, the hung tasks 3 s later never do."""
+    run, console, out = boot(tmp_path, os.path.join(HANG, "console.log"),
+                             hang="1", grace=1, start="109")
+    assert run["stopped"] == "soft lockup at 109.9 s", run
+    assert not run["timed_out"] and run["total_seconds"] < 15, run
+    assert "perf_release+0x2c/0x30" in console
+    assert console.rstrip().endswith("</TASK>")
+    assert "blocked for more than" not in console
+    assert "STOPPED at the first stuck report: soft lockup at 109.9 s" in out
+
+
+def test_vm_py_lets_a_clean_guest_finish(tmp_path):
+    path = os.path.join(ROOT, "tests", "data", "stress", "final",
+                        "console.log")
+    run, console, out = boot(tmp_path, path, hang="", grace=1, start="1e9")
+    assert run["stopped"] is None and not run["timed_out"], run
+    assert run["qemu_exit"] == 0 and console == read(path)
+    assert "STOPPED" not in out
