@@ -7,12 +7,14 @@ tests/data/stress/hang (a make stress run that hit a soft lockup at
 the hung task are crafted in the kernel's format (tests/data/stuck)."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
 import pytest
 
-from vmtest import splat
+import stress
+from vmtest import report, splat
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HANG = os.path.join(ROOT, "tests", "data", "stress", "hang")
@@ -183,3 +185,55 @@ def test_vm_py_lets_a_clean_guest_finish(tmp_path):
     assert run["stopped"] is None and not run["timed_out"], run
     assert run["qemu_exit"] == 0 and console == read(path)
     assert "STOPPED" not in out
+
+
+def stopped_run(tmp_path):
+    """The real hang as vm.py now saves it: the console up to the stop,
+    run.json saying why."""
+    kept, watch = replay(read(HANG, "console.log"))
+    dst = tmp_path / "hang"
+    shutil.copytree(HANG, dst)
+    (dst / "console.log").write_text("\n".join(kept) + "\n")
+    run = json.loads(read(HANG, "run.json"))
+    run.update(timed_out=False, stopped=watch.stuck, total_seconds=117.2,
+               qemu_exit=-15)
+    (dst / "run.json").write_text(json.dumps(run))
+    return str(dst)
+
+
+def fails(capsys, run_dir):
+    assert stress.main([run_dir]) == 1
+    return [l for l in capsys.readouterr().out.splitlines()
+            if l.startswith("stress: FAIL: ")]
+
+
+def test_the_stopped_hang_fails_first_on_the_stuck_stack(tmp_path, capsys):
+    run = stopped_run(tmp_path)
+    bad = fails(capsys, run)
+    assert bad[0] == ("stress: FAIL: the host stopped the guest at the "
+                      "first stuck report: " + HANG_REPORT)
+    # One report on the console, so one splat line, not forty.
+    assert [l for l in bad if "on the console" in l] == [
+        "stress: FAIL: kernel soft lockup on the console: watchdog: BUG: "
+        "soft lockup - CPU#0 stuck for 26s! [stress:169]"]
+    with open(os.path.join(run, "summary.json")) as f:
+        s = json.load(f)
+    assert s["stopped"] == "soft lockup at 109.9 s"
+    assert s["problems"][0] == bad[0][len("stress: FAIL: "):]
+    # make verdict on the same directory says the same.
+    fin = {c.id: c for c in report.analyze(run).cases}["run/guest_finished"]
+    assert fin.status == "fail"
+    assert fin.message.splitlines()[0] == bad[0][len("stress: FAIL: "):]
+
+
+def test_the_timed_out_hang_names_its_first_stuck_report(tmp_path, capsys):
+    """A run saved before the watch: the host timeout, forty reports."""
+    dst = tmp_path / "hang"
+    shutil.copytree(HANG, dst)
+    bad = fails(capsys, str(dst))
+    assert bad[0] == f"stress: FAIL: first stuck report: {HANG_REPORT}"
+    fin = {c.id: c for c in report.analyze(str(dst)).cases}[
+        "run/guest_finished"]
+    assert fin.message.splitlines()[:2] == [
+        "host timeout after 720 s: the guest hung",
+        f"first stuck report: {HANG_REPORT}"]
