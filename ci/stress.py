@@ -8,6 +8,9 @@ RUN_DIR holds what qemu/vm.py saved of a guest that ran selftests/stress
 console.log; run.json). Prints the operation counts and the cookie
 accounting, writes summary.json there, and fails the run on:
 
+  - a soft lockup, hung task or RCU stall: the first FAIL line names the
+    first one, its task and innermost frames, and says whether qemu/vm.py
+    stopped the guest there (run.json's "stopped", kept in summary.json);
   - a guest that did not finish (no done marker, console cut short),
     or a stress program that did not start, end or exit 0;
   - any splat on the console (ci/vmtest/splat.py: WARN, BUG, KASAN,
@@ -139,9 +142,10 @@ def parse(text):
     return r
 
 
-def problems(parsed, results, console):
-    """Why the run fails, as messages ([] when clean)."""
-    out = []
+def problems(parsed, results, console, run=None):
+    """Why the run fails, as messages ([] when clean). run: run.json."""
+    stuck = splat.stuck_problem(console, (run or {}).get("stopped"))
+    out = [stuck] if stuck else []
     if not parsed["done"]:
         out.append("no done marker: the guest panicked, hung or was "
                    "killed (see console.log)")
@@ -285,13 +289,18 @@ def main(argv=None):
     if os.path.exists(cpath):
         with open(cpath, errors="replace") as f:
             console = f.read()
+    run = {}
+    if os.path.exists(os.path.join(run_dir, "run.json")):
+        with open(os.path.join(run_dir, "run.json")) as f:
+            run = json.load(f)
     parsed = parse(results)
     print(summary(parsed))
-    bad = problems(parsed, results, console)
+    bad = problems(parsed, results, console, run)
     with open(os.path.join(run_dir, "summary.json"), "w") as f:
         json.dump({"start": parsed["start"], "end": parsed["end"],
                    "ops": parsed["ops"], "cookies": parsed["cookies"],
-                   "kmemleak": parsed["kmemleak"], "problems": bad},
+                   "kmemleak": parsed["kmemleak"],
+                   "stopped": run.get("stopped"), "problems": bad},
                   f, indent=1)
     for p in bad:
         print(f"stress: FAIL: {p}")

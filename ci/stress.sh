@@ -12,7 +12,9 @@ kobj=$1 initrd=$2 dir=$3 smp=$4 secs=$5
 [[ $secs =~ ^[0-9]+$ ]] && [ "$secs" -gt 0 ] ||
 	die "STRESS_S=$secs: give the stress time in seconds, e.g. STRESS_S=600"
 # Boot and the final kmemleak scans of the debug kernel under TCG take
-# a few minutes at most; a guest that overruns this has hung.
+# a few minutes at most; a guest that overruns this has hung. One that
+# reports a soft lockup, hung task or RCU stall is stopped long before
+# (qemu/vm.py, --stuck-grace).
 timeout=$((secs + 600))
 t0=$SECONDS
 boot_guest "$kobj" "$initrd" "$dir" "$smp" "$timeout" --stress "$secs" \

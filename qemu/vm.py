@@ -4,12 +4,16 @@
 usage: vm.py --kernel BZIMAGE --initrd CPIO --out DIR [--smp N] [--mem M]
              [--timeout S] [--filter GTEST_FILTER] [--jobs N]
              [--accel kvm|tcg] [--bench PLAN] [--stress SECONDS]
-             [--stress-args A,B]
+             [--stress-args A,B] [--stuck-grace S]
 
 Writes DIR/console.log (ttyS0: boot log, KUnit, splats), DIR/results.log
 (ttyS1: the selftests' KTAP) and DIR/run.json (accelerator, times, exit
-status, whether the host timeout fired). It decides nothing: the verdict is
-ci/vmtest's, read from those logs.
+status, whether the host timeout fired, "stopped" when the guest was
+stopped early). It decides nothing: the verdict is ci/vmtest's, read from
+those logs. It only watches the console as it streams, and stops the
+guest --stuck-grace seconds after the first soft lockup, hung task or RCU
+stall (ci/vmtest/splat.py's STUCK): such a guest never finishes by itself
+and fails on that report anyway, so waiting for --timeout wastes minutes.
 """
 import argparse
 import json
@@ -22,6 +26,35 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import accel  # noqa: E402
 import x86_64 as arch  # noqa: E402
+
+# What a stuck report looks like is ci/vmtest's to say, as every splat.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "ci"))
+from vmtest import splat  # noqa: E402
+
+
+class Tail:
+    """The whole lines QEMU appended to a file since the last call."""
+
+    def __init__(self, path):
+        self.path, self.pos, self.rest = path, 0, b""
+
+    def lines(self):
+        with open(self.path, "rb") as fh:
+            fh.seek(self.pos)
+            data = fh.read()
+        self.pos += len(data)
+        *whole, self.rest = (self.rest + data).split(b"\n")
+        return [line.decode(errors="replace") for line in whole]
+
+
+def stop(proc):
+    """SIGTERM first: QEMU then exits cleanly, its chardev files whole."""
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 def command(a, qemu, accel_args):
@@ -67,6 +100,10 @@ def main(argv=None):
     ap.add_argument("--stress-args", default="",
                     help="more options for the stress program, comma "
                     "separated")
+    ap.add_argument("--stuck-grace", type=float, default=5,
+                    help="seconds the guest may go on printing after the "
+                    "first stuck report (its stack, a hung task's lock "
+                    "dump) before it is stopped")
     ap.add_argument("--accel", default=os.environ.get("ACCEL", ""),
                     help="kvm or tcg; default: KVM when a probe boots, "
                     "else TCG")
@@ -102,26 +139,37 @@ def main(argv=None):
     boot = None
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    timed_out = False
+    timed_out, stopped = False, None
+    console = Tail(os.path.join(a.out, "console.log"))
+    watch = splat.Watch(a.stuck_grace)
     while proc.poll() is None:
+        now = time.monotonic()
         if boot is None and os.path.getsize(results) > 0:
-            boot = time.monotonic() - t0
-        if time.monotonic() - t0 > a.timeout:
+            boot = now - t0
+        for line in console.lines():
+            watch.feed(line, now)
+        if watch.due(now):
+            stopped = watch.stuck
+            stop(proc)
+            break
+        if now - t0 > a.timeout:
             timed_out = True
-            proc.kill()
+            stop(proc)
             break
         time.sleep(0.1)
     qemu_out = proc.communicate()[0].decode(errors="replace")
     run.update(boot_seconds=round(boot, 2) if boot is not None else None,
                total_seconds=round(time.monotonic() - t0, 2),
                qemu_exit=proc.returncode, timed_out=timed_out,
-               qemu_output=qemu_out[-2000:])
+               stopped=stopped, qemu_output=qemu_out[-2000:])
     with open(os.path.join(a.out, "run.json"), "w") as fh:
         json.dump(run, fh, indent=1)
     print(f"vm: {run['accel']}, -smp {a.smp}, boot to init "
           f"{run['boot_seconds']} s, total {run['total_seconds']} s"
-          + (", HOST TIMEOUT" if timed_out else ""))
-    if proc.returncode and not timed_out and qemu_out.strip():
+          + (", HOST TIMEOUT" if timed_out else "")
+          + (f", STOPPED at the first stuck report: {stopped}" if stopped
+             else ""))
+    if proc.returncode and not (timed_out or stopped) and qemu_out.strip():
         print(qemu_out.strip(), file=sys.stderr)
     return 0
 

@@ -98,6 +98,15 @@ def test_ktap_ignores_noise_between_lines():
     ("[   3.0] rcu: INFO: rcu_preempt self-detected stall on CPU", "rcu stall"),
     ("[   3.0] WARNING: CPU: 1 PID: 9 at kernel/unwind/deferred.c:9 f+0x1/0x2",
      "warning"),
+    # The watchdog's line says BUG, but it is no bug report.
+    ("[ 109.9] watchdog: BUG: soft lockup - CPU#0 stuck for 26s! "
+     "[stress:169]", "soft lockup"),
+    ("[ 109.9] watchdog: CPU1: Watchdog detected hard LOCKUP on cpu 1",
+     "hard lockup"),
+    ("[ 125.3] INFO: task stress:170 blocked for more than 30 seconds.",
+     "hung task"),
+    ("[  27.2] rcu: INFO: rcu_preempt detected expedited stalls on "
+     "CPUs/tasks: { 0-... } 6 jiffies s: 85 root: 0x1/.", "rcu stall"),
 ])
 def test_splat_kinds(line, kind):
     from vmtest import splat

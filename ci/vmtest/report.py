@@ -192,12 +192,17 @@ def analyze(run_dir, config_path=None, expect="auto"):
     rep.series = any(o in opts for o in SERIES_KUNIT)
     cases = rep.cases
 
-    # The guest must have finished, by itself, in time.
+    # The guest must have finished, by itself, in time. One that hung is
+    # named by its first stuck report when the console has one.
     finished = []
-    if rep.run.get("timed_out"):
+    stuck = splat.stuck_problem(console, rep.run.get("stopped"))
+    if rep.run.get("stopped"):
+        finished.append(stuck)
+    elif rep.run.get("timed_out"):
         finished.append(f"host timeout after {rep.run.get('timeout')} s: "
-                        "the guest hung (last console lines below)")
-        finished += console.splitlines()[-8:]
+                        "the guest hung" + ("" if stuck else
+                                            " (last console lines below)"))
+        finished += [stuck] if stuck else console.splitlines()[-8:]
     elif "Kernel panic - not syncing" in console:
         finished.append("the guest kernel panicked")
     done = results.rstrip().endswith(DONE)

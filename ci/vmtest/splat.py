@@ -2,7 +2,9 @@
 
 A warning leaves every test's own exit code at 0, so the console itself is
 scanned (BPF CI's rule). DENY names what fails a run; ALLOW lists lines
-that match DENY but are known harmless, each with the reason.
+that match DENY but are known harmless, each with the reason. STUCK, Watch
+and first_stuck() serve the reports after which the guest never finishes
+by itself: qemu/vm.py stops it early, the judges name the stuck stack.
 """
 import re
 
@@ -11,6 +13,9 @@ from .ktap import TIMESTAMP
 DENY = [
     ("panic", re.compile(r"Kernel panic - not syncing")),
     ("warning", re.compile(r"WARNING: ")),
+    # Before "bug": the watchdog's line says "BUG: soft lockup".
+    ("soft lockup", re.compile(r"soft lockup")),
+    ("hard lockup", re.compile(r"hard LOCKUP")),
     ("bug", re.compile(r"\bBUG: |kernel BUG at ")),
     ("oops", re.compile(r"\bOops: |general protection fault")),
     ("kasan", re.compile(r"KASAN: ")),
@@ -18,7 +23,7 @@ DENY = [
     ("lockdep", re.compile(r"possible (circular|recursive) locking|"
                            r"inconsistent lock state|"
                            r"suspicious RCU usage")),
-    ("rcu stall", re.compile(r"rcu: INFO: .*detected stall|"
+    ("rcu stall", re.compile(r"rcu: INFO: .*detected (expedited )?stall|"
                              r"self-detected stall")),
     # RCU Tasks flavours (kernel/rcu/tasks.h): a task that never passes a
     # voluntary switch, e.g. stuck in a task_work loop on return to user.
@@ -27,12 +32,25 @@ DENY = [
     # splat, so the console cannot be trusted to be clean.
     ("printk dropped", re.compile(r"\*\* \d+ printk messages dropped \*\*")),
     ("hung task", re.compile(r"INFO: task .* blocked for more than")),
-    ("soft lockup", re.compile(r"soft lockup|hard LOCKUP")),
 ]
 
 # (pattern, why it is harmless). Keep this short and explained.
 ALLOW = [
 ]
+
+# A CPU or a task is stuck: the kernel repeats the report until the host
+# timeout (a real stress run: a soft lockup at 110 s, then ten minutes of
+# the same), and the run fails on the first one anyway.
+STUCK = ("soft lockup", "hard lockup", "hung task", "rcu stall",
+         "rcu tasks stall")
+
+
+def kind(line):
+    """The DENY kind of one console line (timestamp or not), or None."""
+    line = TIMESTAMP.sub("", line)
+    if any(a.search(line) for a, _ in ALLOW):
+        return None
+    return next((k for k, pat in DENY if pat.search(line)), None)
 
 
 def scan(text, context=3):
@@ -40,8 +58,109 @@ def scan(text, context=3):
     lines = [TIMESTAMP.sub("", l) for l in text.splitlines()]
     found = []
     for i, line in enumerate(lines):
-        for kind, pat in DENY:
-            if pat.search(line) and not any(a.search(line) for a, _ in ALLOW):
-                found.append((kind, lines[i:i + 1 + context]))
-                break
+        k = kind(line)
+        if k:
+            found.append((k, lines[i:i + 1 + context]))
     return found
+
+
+def seconds(line):
+    """A console line's timestamp (the guest's clock, s), or None."""
+    t = TIMESTAMP.match(line)
+    return float(t.group().strip(" []")) if t else None
+
+
+def stuck_at(line):
+    """'soft lockup at 109.9 s' for a stuck report's first line."""
+    t = seconds(line)
+    return kind(line) + (f" at {t:.1f} s" if t is not None else "")
+
+
+class Watch:
+    """The console read as it streams. At the first stuck report the guest
+    gets grace seconds more, for the report's stack and the lock dump
+    after a hung task, then due() says to stop it."""
+
+    def __init__(self, grace):
+        self.grace, self.stuck, self.deadline = grace, None, None
+
+    def feed(self, line, now):
+        if self.stuck is None and kind(line) in STUCK:
+            self.stuck, self.deadline = stuck_at(line), now + self.grace
+
+    def due(self, now):
+        return self.deadline is not None and now >= self.deadline
+
+
+# Where a stuck report dumps a task: show_regs() or an NMI backtrace
+# ("CPU: 0 UID: 0 PID: 169 Comm: stress ..."), sched_show_task() of a
+# hung or blocked task ("task:stress state:D ... pid:170 ...").
+DUMP = re.compile(r"^CPU: (?P<cpu>\d+) (?:UID: \d+ )?PID: (?P<pid>\d+) "
+                  r"Comm: (?P<comm>\S+)|^task:(?P<tcomm>\S+)\s.*?\bpid:\s*"
+                  r"(?P<tpid>\d+)")
+# RCU's grace-period kthread and the CPU it last ran on, dumped by a
+# stall as its victims; an idle CPU's NMI backtrace is one line.
+GP_KTHREAD = re.compile(r"RCU grace-period kthread stack dump:|"
+                        r"Stack dump where RCU GP kthread last ran:")
+IDLE_CPU = re.compile(r"^NMI backtrace for cpu \d+ skipped")
+# Where the dumped task was interrupted, in the kernel (CS 0010).
+KERNEL_RIP = re.compile(r"^RIP: 0010:([\w.]+)\+0x")
+# A stack frame; "? " marks one the unwinder cannot vouch for.
+FRAME = re.compile(r"^ (\? )?([\w.]+)\+0x[0-9a-f]+/0x[0-9a-f]+")
+
+
+def first_stuck(console, depth=6):
+    """The console's first stuck report, or None: a dict of its kind, at
+    (stuck_at()), task ("stress:169"), cpu (None for a sleeping task) and
+    frames, innermost first: the first kernel RIP of the task's dump,
+    where it was interrupted (frames before it are the reporting IRQ's),
+    then the reliable frames after it, NMI frames left out (the
+    backtrace's own)."""
+    raw = console.splitlines()
+    start = next((i for i, l in enumerate(raw) if kind(l) in STUCK), None)
+    if start is None:
+        return None
+    r = {"kind": kind(raw[start]), "at": stuck_at(raw[start]), "task": None,
+         "cpu": None}
+    rip, frames, nmi, victim = None, [], False, False
+    for line in (TIMESTAMP.sub("", l) for l in raw[start + 1:]):
+        dump = DUMP.match(line)
+        if kind(line) or r["task"] and (dump or line.strip() == "</TASK>"):
+            break                   # the next report, or the dump's end
+        if GP_KTHREAD.search(line):
+            victim = True
+        elif victim and (dump or IDLE_CPU.match(line)):
+            victim = False          # not the stuck task: skip its dump
+        elif dump:
+            r["task"] = (f"{dump['comm']}:{dump['pid']}" if dump["comm"]
+                         else f"{dump['tcomm']}:{dump['tpid']}")
+            r["cpu"] = dump["cpu"]
+        elif r["task"]:
+            nmi = {"<NMI>": True, "</NMI>": False}.get(line.strip(), nmi)
+            m, f = KERNEL_RIP.match(line), FRAME.match(line)
+            if m and rip is None:
+                rip, frames = m.group(1), []
+            elif f and not f.group(1) and not nmi:
+                frames.append(f.group(2))
+    r["frames"] = ([rip] if rip else []) + frames[:depth - bool(rip)]
+    return r
+
+
+def describe(r):
+    """'soft lockup at 109.9 s, stress:169 on CPU 0: irq_work_sync <-
+    _free_event <- ...' for a first_stuck() report."""
+    who = r["task"] or "no task dump"
+    if r["cpu"] is not None:
+        who += f" on CPU {r['cpu']}"
+    return f"{r['at']}, {who}: " + (" <- ".join(r["frames"]) or
+                                    "no stack on the console")
+
+
+def stuck_problem(console, stopped=None):
+    """The FAIL line that names the console's first stuck report, or None.
+    stopped: run.json's, set when qemu/vm.py stopped the guest at it."""
+    r = first_stuck(console)
+    if r is None:
+        return f"the host stopped the guest: {stopped}" if stopped else None
+    return ("the host stopped the guest at the first stuck report: "
+            if stopped else "first stuck report: ") + describe(r)
