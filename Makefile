@@ -6,8 +6,9 @@ ROOT       := $(abspath .)
 BUILD      := $(ROOT)/build
 PYTHON     := /usr/bin/python3
 PYTEST     := $(PYTHON) -m pytest
-# Which guest kernel: normal (base + feature) or debug (+ KASAN, lockdep,
-# atomic-sleep checks).
+# Which guest kernel: normal (base + feature), debug (+ KASAN, lockdep,
+# atomic-sleep checks), stress (debug + kmemleak, for make stress) or
+# kcsan (KCSAN + kmemleak, for make stress-kcsan).
 CONFIG     ?= normal
 # The kernel tree: build/linux (Debian's linux-source-6.12 + patches/) unless
 # KERNEL=DIR names another tree, which is then used exactly as it is.
@@ -80,7 +81,7 @@ export EXPECT_FEATURE
 	kunit clean kernel-doc sparse submit-check send bench
 
 help: ## list the targets
-	@echo "usage: make TARGET [KERNEL=DIR] [CONFIG=normal|debug] [FILTER=gtest-filter] [PERF_TREE=DIR]"
+	@echo "usage: make TARGET [KERNEL=DIR] [CONFIG=normal|debug|stress|kcsan] [FILTER=gtest-filter] [PERF_TREE=DIR]"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
 		awk -F':.*## ' '{ printf "  %-14s %s\n", $$1, $$2 }'
 

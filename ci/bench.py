@@ -69,7 +69,7 @@ DEFERRED_MODES = ("deferred", TIMED)
 MARKER_BYTES = 16
 # Deferral's limits, counted, not timed: one record per receiving buffer
 # and one walk per sampled entry. The allowance covers the one entry a
-# run may lose at its end (see README, "make bench").
+# run may lose at its end (see doc/bench.md).
 LIMIT = 1.0
 LIMIT_SLACK = 0.02
 # The counts of a bench-run line, in the order runs.csv gives them.

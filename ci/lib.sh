@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # Shared helpers for the harness's shell scripts. Source it; do not run it.
 #
-# Exit codes follow SPEC section 5: 0 pass, 1 test failure, 2 usage or
-# setup error (always with a message that says what to do), 4 all skipped.
+# Exit codes (doc/harness.md, "Exit codes"): 0 pass, 1 test failure,
+# 2 usage or setup error (always with a message that says what to do),
+# 4 all skipped.
 
 set -euo pipefail
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The deferred-callchain ABI (SPEC section 2), as a user sees it: the attr
+ * The deferred-callchain ABI (doc/abi.md), as a user sees it: the attr
  * bits and size, the reserved bits after them, PERF_RECORD_CALLCHAIN_DEFERRED
  * (type 22, misc, field order, every sample_id_all trailer combination), and
  * PERF_CONTEXT_USER_DEFERRED followed by the cookie as the last two entries

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ia32 compat tasks (SPEC section 3): a 32-bit static helper with a known
- * frame-pointer stack (main -> cs_outer -> cs_middle -> cs_leaf, the leaf
- * reading /dev/zero through int $0x80 for 150 ms) is sampled from this 64-bit
- * test through a per-task event opened on the forked child and enabled on
- * exec. Its deferred chains must hold its own 32-bit return addresses, in
- * order, all below 4 GiB. The same check on the 64-bit build of the helper,
- * and on the classic in-place chains, runs for comparison.
+ * ia32 compat tasks (doc/kernel.md, "The user stack walk"): a 32-bit static
+ * helper with a known frame-pointer stack (main -> cs_outer -> cs_middle ->
+ * cs_leaf, the leaf reading /dev/zero through int $0x80 for 150 ms) is sampled
+ * from this 64-bit test through a per-task event opened on the forked child and
+ * enabled on exec. Its deferred chains must hold its own 32-bit return
+ * addresses, in order, all below 4 GiB. The same check on the 64-bit build of
+ * the helper, and on the classic in-place chains, runs for comparison.
  */
 #include <gtest/gtest.h>
 

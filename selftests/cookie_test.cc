@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Cookies (SPEC section 3): never 0; one cookie per kernel entry of a task,
- * shared by every sample and every event in that entry; a new cookie for
- * every entry; no collision between tasks running on different CPUs at the
- * same time. Skips on a kernel without defer_callchain.
+ * Cookies (doc/kernel.md, "The per-task cache and the cookie"): never 0; one
+ * cookie per kernel entry of a task, shared by every sample and every event in
+ * that entry; a new cookie for every entry; no collision between tasks running
+ * on different CPUs at the same time. Skips on a kernel without
+ * defer_callchain.
  */
 #include <gtest/gtest.h>
 #include <pthread.h>

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Dedup (SPEC section 3): however many events sample a task within one
- * kernel entry, its user stack is unwound once and every defer_output
- * buffer gets exactly one record for that entry; buffers without
- * defer_output get none. Skips on a kernel without defer_callchain.
+ * Dedup (doc/kernel.md, "The per-task cache and the cookie"): however many
+ * events sample a task within one kernel entry, its user stack is unwound once
+ * and every defer_output buffer gets exactly one record for that entry; buffers
+ * without defer_output get none. Skips on a kernel without defer_callchain.
  */
 #include <gtest/gtest.h>
 

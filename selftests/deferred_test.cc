@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Deferred user callchains (SPEC sections 2 and 3), on any kernel: ours,
- * upstream 6.19+, or one without the feature (every test skips there).
+ * Deferred user callchains (doc/abi.md, doc/kernel.md), on any kernel:
+ * ours, upstream 6.19+, or one without the feature (every test skips there).
  *
  * A sample taken in the kernel by an event with defer_callchain must end
  * its callchain with PERF_CONTEXT_USER_DEFERRED and one entry, the cookie
@@ -512,8 +512,9 @@ TEST_F(Deferred, PerCpuRecordFollowsMigrationBareReceivers)
  */
 TEST_F(Deferred, ExitingTaskGetsItsRecord)
 {
-	EXTENSION("a task sampled on its way out gets its record (SPEC 4: "
-		  "exit path); upstream unwinds it in place or not at all");
+	EXTENSION("a task sampled on its way out gets its record "
+		  "(doc/kernel.md: exit and exec); upstream unwinds it "
+		  "in place or not at all");
 	DEFERRED_SETUP();
 	long id = work::tracepoint_id("syscalls/sys_enter_exit_group");
 	if (id < 0)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Exit and exec (SPEC sections 3 and 4): children sampled with
+ * Exit and exec (doc/kernel.md, "Exit and exec"): children sampled with
  * defer_callchain while they exit (exit_group straight after a long
  * syscall, with a big mapping to tear down; SIGKILL in the middle of a
  * long read) or exec (64 -> 32 bit and 32 -> 64 bit). The kernel must
@@ -25,7 +25,7 @@ namespace {
 
 constexpr const char *kExitExecWhy =
 	"exit path and exec: every announced cookie gets its record, no "
-	"user stack lost without a trace (SPEC 4)";
+	"user stack lost without a trace (doc/kernel.md: exit and exec)";
 
 /*
  * Sample the child running argv; kill it after kill_ms if > 0. Its runs

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Hostile user stacks (SPEC section 3): the hostile_stack helper (64- and
- * 32-bit) sets its frame-pointer register to a hostile value around a loop
- * of raw read(2)s: a self-loop, a downward chain, a kernel address, a frame
- * holding kernel addresses, an unmapped page, a misaligned pointer. The
- * deferred chain of each such entry must end early (the ip plus at most two
- * entries), hold no kernel address, and the kernel must stay clean (the
- * harness scans the console for splats). The in-place walk is run too, on
+ * Hostile user stacks (doc/kernel.md, "The user stack walk"): the hostile_stack
+ * helper (64- and 32-bit) sets its frame-pointer register to a hostile value
+ * around a loop of raw read(2)s: a self-loop, a downward chain, a kernel
+ * address, a frame holding kernel addresses, an unmapped page, a misaligned
+ * pointer. The deferred chain of each such entry must end early (the ip plus at
+ * most two entries), hold no kernel address, and the kernel must stay clean
+ * (the harness scans the console for splats). The in-place walk is run too, on
  * any kernel: it must terminate and not crash.
  */
 #include <gtest/gtest.h>
@@ -129,7 +129,8 @@ void run_hostile(const std::string &mode, bool compat, bool deferred,
 
 constexpr const char *kHostileWhy =
 	"hostile stack: the deferred walk stops at the bad frame and never "
-	"reports a kernel address (SPEC 3/4, beyond upstream's ABI)";
+	"reports a kernel address (doc/kernel.md: the user stack walk; beyond "
+	"upstream's ABI)";
 
 #define HOSTILE_TESTS(Name, mode)                                    \
 	TEST(Hostile, Name##64)                                      \

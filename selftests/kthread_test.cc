@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Kernel threads (SPEC section 3): per-CPU sampling catches the idle tasks
- * (pid 0) and kernel threads (PF_KTHREAD in /proc/<tid>/stat). Their
- * samples have no user part on any kernel; with defer_callchain they never
- * carry PERF_CONTEXT_USER_DEFERRED and no PERF_RECORD_CALLCHAIN_DEFERRED is
- * ever written for them.
+ * Kernel threads (doc/kernel.md, "Which tasks defer"): per-CPU sampling catches
+ * the idle tasks (pid 0) and kernel threads (PF_KTHREAD in /proc/<tid>/stat).
+ * Their samples have no user part on any kernel; with defer_callchain they
+ * never carry PERF_CONTEXT_USER_DEFERRED and no PERF_RECORD_CALLCHAIN_DEFERRED
+ * is ever written for them.
  */
 #include <gtest/gtest.h>
 #include <sys/syscall.h>

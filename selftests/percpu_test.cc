@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Per-CPU events (SPEC section 3): one sampling event per CPU (pid -1) with
- * defer_callchain and defer_output, while a task reads /dev/zero in 16 MiB
- * chunks and another thread keeps moving it between CPUs with
- * sched_setaffinity(). The task is sampled on one CPU and returns to user
- * space on another: its record must be in the buffer of the CPU it returned
- * on (the record's sample_id cpu == that buffer's CPU), exactly once, with
- * its TID. The records go to a side-band dummy per CPU, as perf sets them
- * up; that they also reach sampling events whose only side-band bit is
- * defer_output is our extension. Skips on a kernel without
- * defer_callchain or with one CPU.
+ * Per-CPU events (doc/kernel.md, "perf events"): one sampling event per CPU
+ * (pid -1) with defer_callchain and defer_output, while a task reads /dev/zero
+ * in 16 MiB chunks and another thread keeps moving it between CPUs with
+ * sched_setaffinity(). The task is sampled on one CPU and returns to user space
+ * on another: its record must be in the buffer of the CPU it returned on (the
+ * record's sample_id cpu == that buffer's CPU), exactly once, with its TID. The
+ * records go to a side-band dummy per CPU, as perf sets them up; that they also
+ * reach sampling events whose only side-band bit is defer_output is our
+ * extension. Skips on a kernel without defer_callchain or with one CPU.
  *
  * The SelfMigrating tests account a whole recording instead: a thread
  * that moves itself to the next CPU before each system call, every cookie

@@ -8,7 +8,7 @@
 # sample_id_all, mmapped, read back with evlist.read_on_cpu() while the
 # task makes a known number of getppid() calls. Checked against what the
 # test knows independently of the binding: one sample per call, each
-# ending with PERF_CONTEXT_USER_DEFERRED and its cookie (SPEC section 2),
+# ending with PERF_CONTEXT_USER_DEFERRED and its cookie (doc/abi.md),
 # one PERF_RECORD_CALLCHAIN_DEFERRED (type 22) per cookie, its first
 # user address inside the libc mapping of /proc/self/maps (the getppid()
 # wrapper made the call), pid/tid of its sample_id those of this task.

@@ -420,7 +420,8 @@ TEST(PerfTool, NoMergeShowsDeferredRecords)
 TEST(PerfTool, SamplesWithoutTheirRecordAreKeptAndCounted)
 {
 	EXTENSION("only the task left in the kernel loses its record (exiting "
-		  "tasks get theirs, SPEC 4) and our perf counts it");
+		  "tasks get theirs, doc/kernel.md: exit and exec) and our "
+		  "perf counts it");
 	SKIP_UNLESS_PERF();
 	SKIP_UNLESS_EXECUTABLE(kHelperPath, "helper program");
 	SKIP_UNLESS_DEFER_CALLCHAIN();

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The right stack (SPEC section 4): the deferred user chain of a sample is
- * the user stack the sample interrupted, whatever the kernel did to the
- * task's registers before it returned to user space, and its record comes
- * after the sample.
+ * The right stack (doc/kernel.md, "The right stack"): the deferred user chain
+ * of a sample is the user stack the sample interrupted, whatever the kernel did
+ * to the task's registers before it returned to user space, and its record
+ * comes after the sample.
  *
  * Most tests open two events on the same hits, one with defer_callchain
  * and defer_output and one without, and compare hit by hit the deferred
@@ -294,7 +294,7 @@ TEST(RightStack, UprobeDeferredChainIsTheProbedStack)
 {
 	EXTENSION("a uprobe moves the ip to its XOL slot before the "
 		  "deferred unwind runs; upstream walks from there too "
-		  "(SPEC 4: the right stack)");
+		  "(doc/kernel.md: the right stack)");
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	if (access(kUprobePmu, F_OK))
 		GTEST_SKIP() << "no uprobe PMU (CONFIG_UPROBE_EVENTS)";
@@ -370,7 +370,7 @@ TEST(RightStack, SignalDeliverDeferredChainIsTheInterruptedStack)
 {
 	EXTENSION("signal delivery points ip and sp at the handler before "
 		  "the deferred unwind runs; upstream 7.2 walks from the "
-		  "handler too (SPEC 4: the right stack)");
+		  "handler too (doc/kernel.md: the right stack)");
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	long id = work::tracepoint_id("signal/signal_deliver");
 	if (id < 0)
@@ -427,8 +427,8 @@ TEST(RightStack, IrqEnableDeferredChainIsTheInterruptedStack)
 {
 	EXTENSION("exit_to_user_mode() traces interrupts going on after "
 		  "the kernel entry was forgotten: a request there belongs "
-		  "to the entry, not to the next one (SPEC 4: the right "
-		  "stack)");
+		  "to the entry, not to the next one (doc/kernel.md: the "
+		  "right stack)");
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	long id = work::tracepoint_id("preemptirq/irq_enable");
 	if (id < 0)
@@ -493,8 +493,8 @@ bool is_exec_caller(const std::vector<uint64_t> &ips, const Image &img)
 TEST(RightStack, ExecSplitsOldAndNewImageStacks)
 {
 	EXTENSION("exec ends the old image's kernel entry: its samples get "
-		  "the old image's stack, the new image a new cookie (SPEC "
-		  "4: the right stack)");
+		  "the old image's stack, the new image a new cookie "
+		  "(doc/kernel.md: the right stack)");
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	std::string p64 = work::helper_path("compat_stack");
 	std::string p32 = work::helper_path("compat_stack_32");
@@ -702,7 +702,8 @@ int open_exit_events(session::Session *s, pid_t tid, long sw, long pexit)
 TEST(RightStack, ExitStormLeavesNoEmptyOrMissingRecord)
 {
 	EXTENSION("tasks sampled on their way out: every cookie gets a "
-		  "record with a stack, none an empty one (SPEC 4)");
+		  "record with a stack, none an empty one (doc/kernel.md: "
+		  "exit and exec)");
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	long pexit = work::tracepoint_id("sched/sched_process_exit");
 	long sw = work::tracepoint_id("sched/sched_switch");
@@ -986,7 +987,7 @@ constexpr const char *kAfterRecordWhy =
 	"a task stopped or preempted after its entry's stack was walked: "
 	"perf tools match a sample only with a record after it, so the "
 	"record must come after such a sample, or the sample fall back in "
-	"place (SPEC 4: no user stack lost)";
+	"place (doc/kernel.md: fallbacks)";
 
 TEST(RightStack, PtraceStopSamplesComeBeforeTheirRecord)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * SFrame (SPEC section 4): code built without frame pointers but with
+ * SFrame (doc/kernel.md, "SFrame"): code built without frame pointers but with
  * .sframe tables (found through the PT_GNU_SFRAME program header of the
  * mapped file) gets its whole user stack in the deferred chain.
  *
@@ -42,7 +42,8 @@ constexpr uint32_t kPtGnuSframe = 0x6474e554;
 constexpr int kCalls = 200;
 constexpr const char *kWhy =
 	"SFrame: binaries without frame pointers but with .sframe get "
-	"their whole deferred user stack (SPEC 4, not in upstream)";
+	"their whole deferred user stack (doc/kernel.md: SFrame; not in "
+	"upstream)";
 
 /* 1 when the ELF64 file has a PT_GNU_SFRAME program header, 0 when not,
  * -1 when it cannot be read. */

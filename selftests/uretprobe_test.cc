@@ -95,7 +95,8 @@ TEST(Uretprobe, InPlaceChainShowsTheHiddenCaller)
 TEST(Uretprobe, DeferredChainShowsTheHiddenCaller)
 {
 	EXTENSION("deferred chains put the caller back in a pending "
-		  "uretprobe's trampoline slot (SPEC 4: the right stack)");
+		  "uretprobe's trampoline slot (doc/kernel.md: the right "
+		  "stack)");
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	check_with_uretprobe("compat_stack", false, true);
 }
@@ -103,7 +104,8 @@ TEST(Uretprobe, DeferredChainShowsTheHiddenCaller)
 TEST(Uretprobe, DeferredCompatChainShowsTheHiddenCaller)
 {
 	EXTENSION("deferred ia32 chains put the caller back in a pending "
-		  "uretprobe's trampoline slot (SPEC 4: the right stack)");
+		  "uretprobe's trampoline slot (doc/kernel.md: the right "
+		  "stack)");
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	check_with_uretprobe("compat_stack_32", true, true);
 }
@@ -155,8 +157,8 @@ constexpr uint64_t kKernelRa = 0xffffffff81000000ULL;
 TEST(Uretprobe, DeferredChainRefusesAKernelReturnAddress)
 {
 	EXTENSION("a pending uretprobe's saved return address is checked like "
-		  "the walk's own before it is put back (SPEC 4: the right "
-		  "stack)");
+		  "the walk's own before it is put back (doc/kernel.md: the "
+		  "right stack)");
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	if (access(kUprobePmu, F_OK))
 		GTEST_SKIP() << "no uprobe PMU (CONFIG_UPROBE_EVENTS)";

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * PF_USER_WORKER tasks (SPEC section 3): io_uring's io-wq workers
- * (iou-wrk-<pid>) are threads of a user process that never return to user
- * space. Reads of /dev/zero queued with IOSQE_ASYNC run on them; per-CPU
- * sampling with defer_callchain must give them kernel chains only: no
- * deferred marker, no user part, and no PERF_RECORD_CALLCHAIN_DEFERRED.
- * Uses raw io_uring syscalls (no liburing). Skips on a kernel without
- * defer_callchain or without io_uring.
+ * PF_USER_WORKER tasks (doc/kernel.md, "Which tasks defer"): io_uring's io-wq
+ * workers (iou-wrk-<pid>) are threads of a user process that never return to
+ * user space. Reads of /dev/zero queued with IOSQE_ASYNC run on them; per-CPU
+ * sampling with defer_callchain must give them kernel chains only: no deferred
+ * marker, no user part, and no PERF_RECORD_CALLCHAIN_DEFERRED. Uses raw
+ * io_uring syscalls (no liburing). Skips on a kernel without defer_callchain or
+ * without io_uring.
  */
 #include <fcntl.h>
 #include <gtest/gtest.h>

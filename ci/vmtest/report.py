@@ -38,7 +38,8 @@ class Report:
 DONE = "# vmtest-done"
 CONSOLE_END = "vmtest: console end marker"
 KUNIT_OPTION = re.compile(r"^CONFIG_\w+_KUNIT_TEST=y$", re.M)
-# The feature: what makes a skip of a feature test a failure (SPEC 5).
+# The feature: what makes a skip of a feature test a failure
+# (doc/harness.md, "Skips and the feature").
 FEATURE_OPTION = "CONFIG_UNWIND_USER=y"
 # The series' own KUnit suites (upstream Linux has none): a kernel whose
 # .config knows these options is built from the series, and each one that
@@ -313,7 +314,8 @@ def classes(rep):
 
 
 def exit_code(rep):
-    """SPEC section 5: 0 passed, 1 a failure, 4 every guest test skipped."""
+    """0 passed, 1 a failure, 4 every guest test skipped (doc/harness.md,
+    "Exit codes")."""
     if any(c.status == "fail" for c in rep.cases):
         return 1
     guest = [c for c in rep.cases if c.suite not in ("run", GUEST_SUITE)]

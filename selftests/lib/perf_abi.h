@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The deferred-callchain ABI (SPEC section 2), spelled out here so the
+ * The deferred-callchain ABI (doc/abi.md), spelled out here so the
  * selftests build against any libc headers and run on any kernel: ours,
  * upstream 6.19+, or one without the feature.
  */

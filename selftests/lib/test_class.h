@@ -3,10 +3,11 @@
  * Conformance or extension, and skips that a feature kernel may have.
  *
  * A test is a conformance test unless it says otherwise: it checks what
- * upstream's ABI promises (SPEC section 2), with receivers set up the way
+ * upstream's ABI promises (doc/abi.md), with receivers set up the way
  * perf sets them up, and must pass on any kernel with the feature (ours,
  * upstream 6.19+/7.x). A test that checks where the series goes further
- * (SPEC section 4) calls, as its first statement,
+ * (doc/kernel.md, "Differences from upstream Linux") calls, as its
+ * first statement,
  *
  *	EXTENSION("one-line why");
  *
