@@ -44,7 +44,8 @@ of the repetitions of each mode:
                 -sf twins built without, with .sframe; summary.txt
                 compares each pair (the SFrame walk's cost)
 
-Exit: 0 the run is whole (done marker, no splat, every run reported), 1
+Exit: 0 the run is whole (ci/vmtest/rundir.py: done marker, whole
+console, no splat, no new taint; and every run reported), 1
 it is not, or deferral broke its limits (more than one record or walk per
 entry); 2 no run in RUN_DIR. Timings are never judged: TCG times are
 noisy, only their ratios mean something.
@@ -58,7 +59,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "ci"))
-from vmtest import splat  # noqa: E402
+from vmtest import rundir  # noqa: E402
 from vmtest.kvline import fields  # noqa: E402
 
 MODES = ("none", "inplace", "deferred")
@@ -84,7 +85,7 @@ RUN_FIELDS = ("wall_ns", "made", "samples", "sample_bytes", "tag_bytes",
 def parse(text):
     """The bench-* lines of a results log."""
     r = {"start": None, "feature": {}, "counters": {}, "workloads": [],
-         "runs": [], "end": None, "exit": None, "done": False}
+         "runs": [], "end": None, "exit": None}
     for raw in text.splitlines():
         line = raw.strip()
         tag = line.split(" ", 1)[0]
@@ -105,17 +106,14 @@ def parse(text):
             r["end"] = fields(line)
         elif line.startswith("# vmtest-bench-exit:"):
             r["exit"] = int(line.split(":")[1])
-        elif line == "# vmtest-done":
-            r["done"] = True
     return r
 
 
-def problems(parsed, console):
-    """Why the run cannot be trusted, as messages ([] when whole)."""
-    out = []
-    if not parsed["done"]:
-        out.append("no done marker: the guest panicked, hung or was "
-                   "killed (see console.log)")
+def problems(parsed, run):
+    """Why the run cannot be trusted, as messages ([] when whole). run:
+    the rundir.RunDir of the run (done marker, console, splats, taint,
+    the first stuck report)."""
+    out = run.problems()
     if parsed["start"] is None:
         out.append("the bench program never started (no bench-start line)")
     elif parsed["end"] is None:
@@ -130,10 +128,6 @@ def problems(parsed, console):
             out.append(f"run {describe(r)}: error {r.get('reason', '')}")
         elif r["status"] == "ok" and r["lost"]:
             out.append(f"run {describe(r)}: {r['lost']} records lost")
-    for kind, lines in splat.scan(console):
-        out.append(f"kernel {kind} on the console: {lines[0].strip()}")
-    if console and "vmtest: console end marker" not in console:
-        out.append("console ends before init's end marker")
     return out
 
 
@@ -540,17 +534,12 @@ def main(argv=None):
                     help="the guest kernel's System.map, to name the "
                     "fallback samples' kernel frames")
     a = ap.parse_args(argv)
-    res = os.path.join(a.run_dir, "results.log")
-    if not os.path.exists(res):
-        print(f"error: {res} missing: run 'make bench'", file=sys.stderr)
+    try:
+        run = rundir.load(a.run_dir, need_results=True)
+    except rundir.NoRun as e:
+        print(f"error: {e} missing: run 'make bench'", file=sys.stderr)
         return 2
-    with open(res, errors="replace") as f:
-        parsed = parse(f.read())
-    console = ""
-    cpath = os.path.join(a.run_dir, "console.log")
-    if os.path.exists(cpath):
-        with open(cpath, errors="replace") as f:
-            console = f.read()
+    parsed = parse(run.results)
     rows = aggregate(parsed)
     feat = parsed["feature"]
     st = parsed["start"] or {}
@@ -586,7 +575,7 @@ def main(argv=None):
     print(f"bench: raw numbers {a.run_dir}/runs.csv, medians "
           f"summary.csv and summary.json")
 
-    bad = problems(parsed, console)
+    bad = problems(parsed, run)
     bad += limit_failures(rows)
     for p in bad:
         print(f"bench: FAIL: {p}")

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 import bench
-from vmtest import kvline
+from vmtest import kvline, rundir
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
                     "bench")
@@ -23,11 +23,6 @@ def load(run):
         return bench.parse(f.read())
 
 
-def console(run):
-    with open(os.path.join(run, "console.log")) as f:
-        return f.read()
-
-
 def copy(run, tmp_path):
     dst = tmp_path / os.path.basename(run)
     shutil.copytree(run, dst)
@@ -36,7 +31,7 @@ def copy(run, tmp_path):
 
 def test_parser_reads_every_line_of_a_series_run():
     p = load(SERIES)
-    assert p["done"] and p["exit"] == 0
+    assert rundir.load(SERIES).done and p["exit"] == 0
     assert p["feature"]["defer_callchain"] == "yes"
     assert p["counters"] == {"perf_callchain_user": "ok",
                              "unwind_user_walk": "ok"}
@@ -49,7 +44,7 @@ def test_parser_reads_every_line_of_a_series_run():
         (st["workloads"] * len(ks) * 3 + timed) * st["reps"]
     r = p["runs"][0]
     assert isinstance(r["samples"], int) and r["mode"] in bench.MODES
-    assert bench.problems(p, console(SERIES)) == []
+    assert bench.problems(p, rundir.load(SERIES)) == []
 
 
 def test_series_rows_keep_deferrals_limits_and_the_model():
@@ -140,7 +135,19 @@ def test_a_run_cut_short_fails(tmp_path, capsys):
         f.write("\n".join(lines[:cut]) + "\n")
     assert bench.main([run, "--no-plot"]) == 1
     out = capsys.readouterr().out
-    assert "no done marker" in out and "did not finish" in out
+    assert "never wrote its done marker" in out and "did not finish" in out
+
+
+def test_a_new_taint_fails(tmp_path, capsys):
+    run = copy(SERIES, tmp_path)
+    path = os.path.join(run, "results.log")
+    with open(path) as f:
+        text = f.read()
+    with open(path, "w") as f:
+        f.write(text.replace("# vmtest-taint-end: 262144",
+                             "# vmtest-taint-end: 262656"))
+    assert bench.main([run, "--no-plot"]) == 1
+    assert "tainted during the run" in capsys.readouterr().out
 
 
 def test_deferral_over_its_limit_fails(tmp_path, capsys):
