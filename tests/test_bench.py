@@ -1,4 +1,4 @@
-"""make bench's host side (ci/bench.py) on saved real runs: the parser,
+"""make bench's host side (ci/bench/) on saved real runs: the parser,
 the medians and the table, without booting anything. tests/data/bench/
 holds a quick run on the series kernel, one on the series before its
 SFrame unwinder and one on the unpatched base (README there). Timings are
@@ -89,6 +89,27 @@ def test_table_has_one_line_per_row_and_names_the_columns():
         assert line.split()[0] == row["workload"]
         assert f"{row['deferred']['bytes']:.0f}" in line
         assert f"{row['deferred']['floor_dev']:+.1%}" in line
+
+
+def test_each_label_ends_where_its_values_end():
+    """The header comes from the cells' column list: no label drifts off
+    its values (the bytes group's did by one character)."""
+    rows = bench.aggregate(load(SERIES)) + bench.aggregate(load(BASE))
+    text = bench.table(rows).splitlines()
+    ends, pos = [], 0
+    for label in ("depth", " K", "none", "inplace", "deferred", "floor",
+                  "dev", "-fb", "smp/ent", "rec/ent", "inpl", "defer",
+                  "fallbk", "inpl", "defer", "none ms", "walk ns"):
+        pos = text[0].index(label, pos) + len(label)
+        ends.append(pos)
+    # A cell wider than its column (long-deep-sf, 108.67) shifts the rest
+    # of its line.
+    fit = [l for l in text[2:] if len(l) == len(text[0])]
+    assert len(fit) > len(rows) / 2
+    for line in fit:
+        for e in ends:
+            assert line[e - 1] != " " and line[e:e + 1] in (" ", ""), \
+                (line, e)
 
 
 def test_main_writes_csv_json_and_summary(tmp_path, capsys):
