@@ -29,6 +29,15 @@ def copy(run, tmp_path):
     return str(dst)
 
 
+def rewrite(run, change):
+    """results.log of a copied run replaced by change(its text)."""
+    path = os.path.join(run, "results.log")
+    with open(path) as f:
+        text = f.read()
+    with open(path, "w") as f:
+        f.write(change(text))
+
+
 def test_parser_reads_every_line_of_a_series_run():
     p = load(SERIES)
     assert rundir.load(SERIES).done and p["exit"] == 0
@@ -148,12 +157,12 @@ def test_base_run_says_unsupported_and_passes(tmp_path, capsys):
 
 def test_a_run_cut_short_fails(tmp_path, capsys):
     run = copy(SERIES, tmp_path)
-    path = os.path.join(run, "results.log")
-    with open(path) as f:
-        lines = f.read().splitlines()
-    cut = [i for i, l in enumerate(lines) if l.startswith("bench-run")][5]
-    with open(path, "w") as f:
-        f.write("\n".join(lines[:cut]) + "\n")
+
+    def cut(text):
+        lines = text.splitlines()
+        at = [i for i, l in enumerate(lines) if l.startswith("bench-run")][5]
+        return "\n".join(lines[:at]) + "\n"
+    rewrite(run, cut)
     assert bench.main([run, "--no-plot"]) == 1
     out = capsys.readouterr().out
     assert "never wrote its done marker" in out and "did not finish" in out
@@ -161,12 +170,8 @@ def test_a_run_cut_short_fails(tmp_path, capsys):
 
 def test_a_new_taint_fails(tmp_path, capsys):
     run = copy(SERIES, tmp_path)
-    path = os.path.join(run, "results.log")
-    with open(path) as f:
-        text = f.read()
-    with open(path, "w") as f:
-        f.write(text.replace("# vmtest-taint-end: 262144",
-                             "# vmtest-taint-end: 262656"))
+    rewrite(run, lambda text: text.replace("# vmtest-taint-end: 262144",
+                                           "# vmtest-taint-end: 262656"))
     assert bench.main([run, "--no-plot"]) == 1
     assert "tainted during the run" in capsys.readouterr().out
 
@@ -174,18 +179,17 @@ def test_a_new_taint_fails(tmp_path, capsys):
 def test_deferral_over_its_limit_fails(tmp_path, capsys):
     """Two records for every entry: the dedup property is broken."""
     run = copy(SERIES, tmp_path)
-    path = os.path.join(run, "results.log")
-    with open(path) as f:
-        text = f.read()
-    out = []
-    for line in text.splitlines():
-        if line.startswith("bench-run") and "mode=deferred" in line:
-            f = kvline.fields(line)
-            line = line.replace(f"records={f['records']} ",
-                                f"records={2 * f['records']} ")
-        out.append(line)
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
+
+    def double(text):
+        out = []
+        for line in text.splitlines():
+            if line.startswith("bench-run") and "mode=deferred" in line:
+                f = kvline.fields(line)
+                line = line.replace(f"records={f['records']} ",
+                                    f"records={2 * f['records']} ")
+            out.append(line)
+        return "\n".join(out) + "\n"
+    rewrite(run, double)
     assert bench.main([run, "--no-plot"]) == 1
     assert "deferred records per entry" in capsys.readouterr().out
 
