@@ -142,8 +142,11 @@ stress-run: kernel initramfs
 vmtest-debug: ## make vmtest on the debug kernel (KASAN, lockdep, atomic sleep)
 	@$(MAKE) --no-print-directory vmtest CONFIG=debug
 
-test: deps selftests ## the harness's own tests on the host (pytest, no VM)
-	@$(PYTEST) -q tests
+# The host tests are told what make built for this tree (KERNEL=DIR
+# too); the perf cases are test-perf's alone, so make check runs them once.
+test: deps selftests ## the harness's own tests on the host (pytest, no VM; perf's in test-perf)
+	@VMTEST_LIB_UNITTEST="$(ST_BUILD)/lib_unittest" \
+		$(PYTEST) -q tests --ignore=tests/test_perf_tools.py
 
 test-perf: perf perf-asan ## the tree's perf (and its ASan build) on crafted perf.data files (host, no VM)
 	@VMTEST_PERF="$(PERF_OUT)/perf" VMTEST_PERF_ASAN="$(PERF_OUT)-asan/perf" \

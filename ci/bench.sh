@@ -4,7 +4,7 @@
 # make bench: boot the guest once running only selftests/bench with PLAN
 # (quick or full; qemu/init's vmtest.bench=), under the build lock so
 # that no build shares the two cores with the timed runs, then judge,
-# tabulate and plot it (ci/bench.py). Exit: 0 a whole run, 1 a broken
+# tabulate and plot it (ci/bench/). Exit: 0 a whole run, 1 a broken
 # run or deferral over its limits, 2 usage.
 . "$(dirname "$0")/lib.sh"
 
@@ -18,4 +18,4 @@ esac
 t0=$SECONDS
 boot_guest "$kobj" "$initrd" "$dir" "$smp" "$timeout" --bench "$plan"
 log "bench: guest run $((SECONDS - t0)) s (lock wait included)"
-exec /usr/bin/python3 "$ROOT/ci/bench.py" "$dir" --system-map "$kobj/System.map"
+exec /usr/bin/python3 "$ROOT/ci/bench" "$dir" --system-map "$kobj/System.map"

@@ -13,6 +13,12 @@
 # patch N only patches N.. are rebuilt.
 . "$(dirname "$0")/lib.sh"
 
+# The harness files a build depends on (the cache key): this script
+# decides what is built, lib.sh holds use_kernel_cc and perf's switches,
+# qemu/x86_64.py the make target. tests/test_build.py keeps it whole.
+BUILD_DEPS=(ci/bisect-build.sh ci/lib.sh ci/build-kernel.sh ci/kconfig.py
+	ci/build-perf.sh ci/build-perf-python.sh qemu/x86_64.py)
+
 [ $# -ge 2 ] || die "usage: bisect-build.sh KERNEL_SRC FRAGMENT..."
 src=$(realpath "$1")
 shift
@@ -31,17 +37,13 @@ git -C "$src" worktree add -q --detach "$wt" "${commits[0]}"
 trap 'git -C "$src" worktree remove --force "$wt" 2>/dev/null' EXIT
 
 # A commit in the middle may define a series option before anything can
-# enable it (UNWIND_USER before x86 selects HAVE_UNWIND_USER_FP): build
-# what that commit allows instead of refusing.
-frags=()
-for f in "$@"; do
-	[ "$f" = --series ] && f=--series-if-possible
-	frags+=("$f")
-done
-set -- "${frags[@]}"
+# enable it: build what that commit allows instead of refusing.
+series_if_possible "$@"
+set -- "${FRAGS[@]}"
 
-# What a build depends on besides the tree: the fragments and the scripts.
-config_id=$(for a in "$@" ci/build-kernel.sh ci/build-perf.sh ci/kconfig.py; do
+# What a build depends on besides the tree: the fragments and every file
+# of the harness that the builds below run or read.
+config_id=$(for a in "$@" "${BUILD_DEPS[@]}"; do
 	if [ -f "$a" ]; then cat "$a"; else echo "$a"; fi
 done | md5sum | cut -c1-12)
 built=$out/built.list
@@ -66,20 +68,20 @@ for c in "${commits[@]}"; do
 	if grep -qv '^tools/' <<<"$files"; then
 		"$ROOT/ci/build-kernel.sh" "$wt" "$out/kobj" "$@" >"$out/kernel.log" 2>&1 || {
 			tail -30 "$out/kernel.log" >&2
-			die "[$i/${#commits[@]}] kernel does not build at: $subject"
+			fail "[$i/${#commits[@]}] kernel does not build at: $subject"
 		}
 		what="kernel"
 	fi
 	if grep -q '^tools/' <<<"$files"; then
 		"$ROOT/ci/build-perf.sh" "$wt" "$out/perf" >"$out/perf.log" 2>&1 || {
 			tail -30 "$out/perf.log" >&2
-			die "[$i/${#commits[@]}] perf does not build at: $subject"
+			fail "[$i/${#commits[@]}] perf does not build at: $subject"
 		}
 		what="${what:+$what + }perf"
 		# perf.so links perf's util objects too, python.c besides them.
 		"$ROOT/ci/build-perf-python.sh" "$wt" "$out/perf-python" >"$out/perf-python.log" 2>&1 || {
 			tail -30 "$out/perf-python.log" >&2
-			die "[$i/${#commits[@]}] perf's python binding does not build at: $subject"
+			fail "[$i/${#commits[@]}] perf's python binding does not build at: $subject"
 		}
 		what="$what + perf.so"
 	fi

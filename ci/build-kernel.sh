@@ -8,21 +8,14 @@
 . "$(dirname "$0")/lib.sh"
 
 [ $# -ge 3 ] || die "usage: build-kernel.sh SRC OBJDIR FRAGMENT..."
-if [ -z "${VMTEST_BUILD_LOCKED:-}" ]; then
-	mkdir -p "$BUILD"
-	VMTEST_BUILD_LOCKED=1 exec flock "$KBUILD_LOCK" "$0" "$@"
-fi
+lock_script "$@"
 src=$(realpath "$1") obj=$(realpath -m "$2")
 shift 2
 [ -f "$src/Makefile" ] || die "$src is not a kernel tree"
 
 use_kernel_cc
-cc=$KCC
-# Reproducible version strings: an unchanged tree relinks nothing.
-export KBUILD_BUILD_USER=vmtest KBUILD_BUILD_HOST=vmtest
-export KBUILD_BUILD_TIMESTAMP='Sun Nov 17 00:00:00 UTC 2024'
-
 /usr/bin/python3 "$ROOT/ci/kconfig.py" --src "$src" --out "$obj" "$@"
 t0=$SECONDS
-make -s -C "$src" O="$obj" CC="$cc" -j"$(nproc)" "$(arch MAKE_TARGET)"
+make -s -C "$src" O="$obj" CC="$KCC" -j"$(nproc)" "$(arch MAKE_TARGET)" ||
+	fail "the kernel does not build: $src in $obj (errors above)"
 log "kernel built in $((SECONDS - t0)) s: $obj/$(arch KERNEL_IMAGE)"

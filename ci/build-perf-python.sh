@@ -21,10 +21,7 @@
 . "$(dirname "$0")/lib.sh"
 
 [ $# -eq 2 ] || die "usage: build-perf-python.sh KERNEL_SRC OUT_DIR"
-if [ -z "${VMTEST_BUILD_LOCKED:-}" ]; then
-	mkdir -p "$BUILD"
-	VMTEST_BUILD_LOCKED=1 exec flock "$KBUILD_LOCK" "$0" "$@"
-fi
+lock_script "$@"
 src=$(realpath "$1") out=$(realpath -m "$2")
 [ -d "$src/tools/perf" ] || die "$src/tools/perf missing: not a kernel tree"
 python=/usr/bin/python3
@@ -48,11 +45,11 @@ make -s -C "$src/tools/perf" -f Makefile.perf O="$out" -j"$(nproc)" \
 	PYTHON="$python" PYTHON_CONFIG="$python-config" PYTHON_EMBED_LIBADD=-lutil \
 	"${switches[@]}" WERROR=0 "$out/python/perf$suffix" >"$out/build.log" 2>&1 || {
 	tail -30 "$out/build.log" >&2
-	die "perf python binding build failed (log: $out/build.log)"
+	fail "perf python binding build failed (log: $out/build.log)"
 }
 cp "$out/python/perf$suffix" "$out/perf.so"
 if ldd "$out/perf.so" | grep -q libpython; then
-	die "$out/perf.so needs libpython: the guest's python3 has it built in"
+	fail "$out/perf.so needs libpython: the guest's python3 has it built in"
 fi
 [ -z "$stamp" ] || echo "$stamp" >"$out/stamp"
 log "perf python binding built in $((SECONDS - t0)) s: $out/perf.so ($(du -k "$out/perf.so" | cut -f1) KiB)"

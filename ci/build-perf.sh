@@ -13,10 +13,7 @@
 . "$(dirname "$0")/lib.sh"
 
 [ $# -eq 2 ] || die "usage: build-perf.sh KERNEL_SRC OUT_DIR"
-if [ -z "${VMTEST_BUILD_LOCKED:-}" ]; then
-	mkdir -p "$BUILD"
-	VMTEST_BUILD_LOCKED=1 exec flock "$KBUILD_LOCK" "$0" "$@"
-fi
+lock_script "$@"
 src=$(realpath "$1") out=$(realpath -m "$2")
 flags=(LDFLAGS=-static)
 case "${PERF_SANITIZE:-}" in
@@ -54,7 +51,7 @@ t0=$SECONDS
 make -s -C "$src/tools/perf" O="$out" -j"$(nproc)" "${flags[@]}" \
 	"${switches[@]}" WERROR=0 perf >"$out/build.log" 2>&1 || {
 	tail -30 "$out/build.log" >&2
-	die "perf build failed (log: $out/build.log; switches: $out/switches)"
+	fail "perf build failed (log: $out/build.log; switches: $out/switches)"
 }
 [ -z "$stamp" ] || echo "$stamp" >"$out/stamp"
 log "perf built in $((SECONDS - t0)) s: $out/perf ($(du -k "$out/perf" | cut -f1) KiB)"

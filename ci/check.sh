@@ -24,8 +24,6 @@ step() {
 }
 step deps make -s deps
 step tree make -s tree
-# Before the harness tests: their perf cases run the tree's perf when it
-# exists, and one built from older patches fails the new cases.
 step perf make -s perf
 step harness-tests make -s test
 step apply-fresh-base make -s apply-fresh

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Shared helpers for the harness's shell scripts. Source it; do not run it.
 #
-# Exit codes (doc/harness.md, "Exit codes"): 0 pass, 1 test failure,
+# Exit codes (doc/harness.md, "Exit codes"): 0 pass, 1 test or build failure,
 # 2 usage or setup error (always with a message that says what to do),
 # 4 all skipped.
 
@@ -22,6 +22,9 @@ log() { printf '==> %s\n' "$*" >&2; }
 warn() { printf 'warning: %s\n' "$*" >&2; }
 # die MESSAGE...: a usage/setup error (exit 2). Say what to do.
 die() { printf 'error: %s\n' "$*" >&2; exit 2; }
+# fail MESSAGE...: what was checked or built is wrong (exit 1): a tree
+# that does not build is the series' failure, not the user's setup.
+fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
 
 # The series, in order, without the cover letter.
 # perf's optional parts that neither the guest's static perf nor perf.so
@@ -62,9 +65,12 @@ patch_subject() {
 }
 
 # use_kernel_cc: set KCC, the CC= for kernel builds: gcc through ccache
-# unless CCACHE=0 or ccache is missing, with ccache's settings exported.
+# unless CCACHE=0 or ccache is missing, with ccache's settings exported,
+# and fixed version strings, so that an unchanged tree relinks nothing.
 # (Call it in the shell that runs make, not in $(...): the exports matter.)
 use_kernel_cc() {
+	export KBUILD_BUILD_USER=vmtest KBUILD_BUILD_HOST=vmtest
+	export KBUILD_BUILD_TIMESTAMP='Sun Nov 17 00:00:00 UTC 2024'
 	KCC=gcc
 	if [ "${CCACHE:-1}" = 1 ] && command -v ccache >/dev/null; then
 		# Paths under the checkout are hashed relative to it, so a
@@ -85,6 +91,27 @@ use_kernel_cc() {
 with_build_lock() {
 	mkdir -p "$BUILD"
 	flock "$KBUILD_LOCK" "$@"
+}
+
+# lock_script "$@": run the calling build script again, whole, under the
+# build lock (VMTEST_BUILD_LOCKED marks the locked run, which goes on).
+lock_script() {
+	[ -z "${VMTEST_BUILD_LOCKED:-}" ] || return 0
+	mkdir -p "$BUILD"
+	VMTEST_BUILD_LOCKED=1 exec flock "$KBUILD_LOCK" "$0" "$@"
+}
+
+# series_if_possible FRAGMENT...: FRAGS, the fragments with --series made
+# --series-if-possible (ci/kconfig.py), for a tree that may define the
+# series' options without being able to enable them yet: a commit inside
+# the series (UNWIND_USER before x86 selects HAVE_UNWIND_USER_FP), the base.
+series_if_possible() {
+	local f
+	FRAGS=()
+	for f in "$@"; do
+		[ "$f" = --series ] && f=--series-if-possible
+		FRAGS+=("$f")
+	done
 }
 
 # boot_guest KOBJ INITRD DIR SMP TIMEOUT [qemu/vm.py options...]: a fresh

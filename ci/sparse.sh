@@ -26,13 +26,10 @@ git -C "$src" rev-parse -q --verify "$BASE_TAG^{commit}" >/dev/null ||
 mapfile -t files < <(series_sources "$src" "$BASE_TAG" AM | grep '\.c$')
 [ "${#files[@]}" -gt 0 ] || die "the series in $src changes no kernel C file"
 
-# As in bisect-build.sh: the base defines none of the series' options.
+# The base defines none of the series' options.
 given=("$@")
-frags=()
-for f in "$@"; do
-	[ "$f" = --series ] && f=--series-if-possible
-	frags+=("$f")
-done
+series_if_possible "$@"
+frags=("${FRAGS[@]}")
 
 wt=$BUILD/sparse-base
 mkdir -p "$out"
@@ -45,8 +42,6 @@ fi
 
 use_kernel_cc
 cc=$KCC
-export KBUILD_BUILD_USER=vmtest KBUILD_BUILD_HOST=vmtest
-export KBUILD_BUILD_TIMESTAMP='Sun Nov 17 00:00:00 UTC 2024'
 
 # check TREE KOBJ LOG: build TREE in KOBJ, then sparse on the series' files
 # that this configuration compiles; the warnings go to LOG, with paths
@@ -60,7 +55,7 @@ check() {
 	"$ROOT/ci/build-kernel.sh" "$tree" "$kobj" "${frags[@]}" \
 		>"$logf.build" 2>&1 || {
 		tail -30 "$logf.build" >&2
-		die "$tree does not build: see $logf.build"
+		fail "$tree does not build: see $logf.build"
 	}
 	for f in "${files[@]}"; do
 		if [ -f "$kobj/${f%.c}.o" ]; then
@@ -75,7 +70,7 @@ check() {
 	with_build_lock make -s -C "$tree" O="$kobj" CC="$cc" C=2 CHECK=sparse \
 		-j"$(nproc)" "${objs[@]}" >"$logf.sparse" 2>&1 || {
 		tail -30 "$logf.sparse" >&2
-		die "sparse run failed in $tree: see $logf.sparse"
+		fail "sparse run failed in $tree: see $logf.sparse"
 	}
 	grep -E ': (warning|error): ' "$logf.sparse" |
 		sed -E "s|^$tree/||; s|^(\.\./)+||; s|^\./||" >"$logf" || true

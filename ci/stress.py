@@ -43,7 +43,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "ci"))
-from vmtest import report, splat  # noqa: E402
+from vmtest import rundir  # noqa: E402
 from vmtest.kvline import fields  # noqa: E402
 
 # Kinds every run must have done at least once, successfully: the
@@ -111,7 +111,7 @@ def parse(text):
     r = {"start": None, "ops": {}, "cookies": None, "end": None,
          "repro": None, "kernel_ip_chains": [],
          "exit": None, "kmemleak": None, "kmemleak_lines": [],
-         "progress": [], "done": False}
+         "progress": []}
     for raw in text.splitlines():
         line = raw.strip()
         tag = line.split(" ", 1)[0]
@@ -137,20 +137,13 @@ def parse(text):
             r["kmemleak"] = int(v) if v.isdigit() else v
         elif line.startswith("# kmemleak: "):
             r["kmemleak_lines"].append(line[len("# kmemleak: "):])
-        elif line == "# vmtest-done":
-            r["done"] = True
     return r
 
 
-def problems(parsed, results, console, run=None):
-    """Why the run fails, as messages ([] when clean). run: run.json."""
-    stuck = splat.stuck_problem(console, (run or {}).get("stopped"))
-    out = [stuck] if stuck else []
-    if not parsed["done"]:
-        out.append("no done marker: the guest panicked, hung or was "
-                   "killed (see console.log)")
-    if console and "vmtest: console end marker" not in console:
-        out.append("console ends before init's end marker")
+def problems(parsed, run):
+    """Why the run fails, as messages ([] when clean). run: the
+    rundir.RunDir of the run."""
+    out = run.unfinished() + run.console_problems()
     st, end = parsed["start"], parsed["end"]
     repro_only = st is not None and st.get("mode") == "repro-only"
     if st is None:
@@ -167,23 +160,23 @@ def problems(parsed, results, console, run=None):
         out.append(f"the stress program failed: {end.get('reason', '?')}")
     if parsed["exit"] not in (None, 0):
         out.append(f"the stress program exited {parsed['exit']}")
-    elif parsed["exit"] is None and parsed["done"]:
+    elif parsed["exit"] is None and run.done:
         out.append("init reported no exit status of the stress program")
     known = []
-    for kind, lines in splat.scan(console):
-        msg = f"kernel {kind} on the console: {lines[0].strip()}"
-        k, where = known_bug(console, lines[0])
+    for kind, lines in run.splats:
+        msg = rundir.splat_line(kind, lines)
+        k, where = known_bug(run.console, lines[0])
         if k:
             known.append(k)
             msg += f" [{k['name']}: {k['what']}, {where}; see {k['doc']}]"
         out.append(msg)
-    for t in report._taint(results, parsed["done"]):
+    for t in run.taint_problems():
         if known and "(new flags B;" in t:
             t += f" [B: the {known[0]['name']} report above]"
         out.append(t)
     km = parsed["kmemleak"]
     if km is None:
-        if parsed["done"]:
+        if run.done:
             out.append("no kmemleak verdict from init")
     elif km == "unavailable":
         out.append("kmemleak unavailable (/sys/kernel/debug/kmemleak): "
@@ -277,30 +270,19 @@ def main(argv=None):
     if len(argv) != 1:
         print("usage: stress.py RUN_DIR", file=sys.stderr)
         return 2
-    run_dir = argv[0]
-    res = os.path.join(run_dir, "results.log")
-    if not os.path.exists(res):
-        print(f"error: {res} missing: run 'make stress'", file=sys.stderr)
+    try:
+        run = rundir.load(argv[0], need_results=True)
+    except rundir.NoRun as e:
+        print(f"error: {e} missing: run 'make stress'", file=sys.stderr)
         return 2
-    with open(res, errors="replace") as f:
-        results = f.read()
-    console = ""
-    cpath = os.path.join(run_dir, "console.log")
-    if os.path.exists(cpath):
-        with open(cpath, errors="replace") as f:
-            console = f.read()
-    run = {}
-    if os.path.exists(os.path.join(run_dir, "run.json")):
-        with open(os.path.join(run_dir, "run.json")) as f:
-            run = json.load(f)
-    parsed = parse(results)
+    parsed = parse(run.results)
     print(summary(parsed))
-    bad = problems(parsed, results, console, run)
-    with open(os.path.join(run_dir, "summary.json"), "w") as f:
+    bad = problems(parsed, run)
+    with open(os.path.join(run.dir, "summary.json"), "w") as f:
         json.dump({"start": parsed["start"], "end": parsed["end"],
                    "ops": parsed["ops"], "cookies": parsed["cookies"],
                    "kmemleak": parsed["kmemleak"],
-                   "stopped": run.get("stopped"), "problems": bad},
+                   "stopped": run.info.get("stopped"), "problems": bad},
                   f, indent=1)
     for p in bad:
         print(f"stress: FAIL: {p}")

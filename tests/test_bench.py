@@ -1,4 +1,4 @@
-"""make bench's host side (ci/bench.py) on saved real runs: the parser,
+"""make bench's host side (ci/bench/) on saved real runs: the parser,
 the medians and the table, without booting anything. tests/data/bench/
 holds a quick run on the series kernel, one on the series before its
 SFrame unwinder and one on the unpatched base (README there). Timings are
@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 import bench
-from vmtest import kvline
+from vmtest import kvline, rundir
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
                     "bench")
@@ -23,20 +23,24 @@ def load(run):
         return bench.parse(f.read())
 
 
-def console(run):
-    with open(os.path.join(run, "console.log")) as f:
-        return f.read()
-
-
 def copy(run, tmp_path):
     dst = tmp_path / os.path.basename(run)
     shutil.copytree(run, dst)
     return str(dst)
 
 
+def rewrite(run, change):
+    """results.log of a copied run replaced by change(its text)."""
+    path = os.path.join(run, "results.log")
+    with open(path) as f:
+        text = f.read()
+    with open(path, "w") as f:
+        f.write(change(text))
+
+
 def test_parser_reads_every_line_of_a_series_run():
     p = load(SERIES)
-    assert p["done"] and p["exit"] == 0
+    assert rundir.load(SERIES).done and p["exit"] == 0
     assert p["feature"]["defer_callchain"] == "yes"
     assert p["counters"] == {"perf_callchain_user": "ok",
                              "unwind_user_walk": "ok"}
@@ -49,7 +53,7 @@ def test_parser_reads_every_line_of_a_series_run():
         (st["workloads"] * len(ks) * 3 + timed) * st["reps"]
     r = p["runs"][0]
     assert isinstance(r["samples"], int) and r["mode"] in bench.MODES
-    assert bench.problems(p, console(SERIES)) == []
+    assert bench.problems(p, rundir.load(SERIES)) == []
 
 
 def test_series_rows_keep_deferrals_limits_and_the_model():
@@ -96,6 +100,27 @@ def test_table_has_one_line_per_row_and_names_the_columns():
         assert f"{row['deferred']['floor_dev']:+.1%}" in line
 
 
+def test_each_label_ends_where_its_values_end():
+    """The header comes from the cells' column list: no label drifts off
+    its values (the bytes group's did by one character)."""
+    rows = bench.aggregate(load(SERIES)) + bench.aggregate(load(BASE))
+    text = bench.table(rows).splitlines()
+    ends, pos = [], 0
+    for label in ("depth", " K", "none", "inplace", "deferred", "floor",
+                  "dev", "-fb", "smp/ent", "rec/ent", "inpl", "defer",
+                  "fallbk", "inpl", "defer", "none ms", "walk ns"):
+        pos = text[0].index(label, pos) + len(label)
+        ends.append(pos)
+    # A cell wider than its column (long-deep-sf, 108.67) shifts the rest
+    # of its line.
+    fit = [l for l in text[2:] if len(l) == len(text[0])]
+    assert len(fit) > len(rows) / 2
+    for line in fit:
+        for e in ends:
+            assert line[e - 1] != " " and line[e:e + 1] in (" ", ""), \
+                (line, e)
+
+
 def test_main_writes_csv_json_and_summary(tmp_path, capsys):
     run = copy(SERIES, tmp_path)
     assert bench.main([run, "--no-plot"]) == 0
@@ -132,32 +157,39 @@ def test_base_run_says_unsupported_and_passes(tmp_path, capsys):
 
 def test_a_run_cut_short_fails(tmp_path, capsys):
     run = copy(SERIES, tmp_path)
-    path = os.path.join(run, "results.log")
-    with open(path) as f:
-        lines = f.read().splitlines()
-    cut = [i for i, l in enumerate(lines) if l.startswith("bench-run")][5]
-    with open(path, "w") as f:
-        f.write("\n".join(lines[:cut]) + "\n")
+
+    def cut(text):
+        lines = text.splitlines()
+        at = [i for i, l in enumerate(lines) if l.startswith("bench-run")][5]
+        return "\n".join(lines[:at]) + "\n"
+    rewrite(run, cut)
     assert bench.main([run, "--no-plot"]) == 1
     out = capsys.readouterr().out
-    assert "no done marker" in out and "did not finish" in out
+    assert "never wrote its done marker" in out and "did not finish" in out
+
+
+def test_a_new_taint_fails(tmp_path, capsys):
+    run = copy(SERIES, tmp_path)
+    rewrite(run, lambda text: text.replace("# vmtest-taint-end: 262144",
+                                           "# vmtest-taint-end: 262656"))
+    assert bench.main([run, "--no-plot"]) == 1
+    assert "tainted during the run" in capsys.readouterr().out
 
 
 def test_deferral_over_its_limit_fails(tmp_path, capsys):
     """Two records for every entry: the dedup property is broken."""
     run = copy(SERIES, tmp_path)
-    path = os.path.join(run, "results.log")
-    with open(path) as f:
-        text = f.read()
-    out = []
-    for line in text.splitlines():
-        if line.startswith("bench-run") and "mode=deferred" in line:
-            f = kvline.fields(line)
-            line = line.replace(f"records={f['records']} ",
-                                f"records={2 * f['records']} ")
-        out.append(line)
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
+
+    def double(text):
+        out = []
+        for line in text.splitlines():
+            if line.startswith("bench-run") and "mode=deferred" in line:
+                f = kvline.fields(line)
+                line = line.replace(f"records={f['records']} ",
+                                    f"records={2 * f['records']} ")
+            out.append(line)
+        return "\n".join(out) + "\n"
+    rewrite(run, double)
     assert bench.main([run, "--no-plot"]) == 1
     assert "deferred records per entry" in capsys.readouterr().out
 

@@ -4,9 +4,10 @@ upstream perf prints, which scripts parse), hostile records rejected with
 their offset, samples whose record never came, held samples released per
 thread, and files written by a newer perf.
 
-perf is the guest's static perf, which runs on the host too
-($VMTEST_PERF, or build/out/linux/perf/perf after 'make perf'); without
-one the tests skip.
+perf is the guest's static perf, which runs on the host too: 'make
+test-perf' names the tree's in $VMTEST_PERF (make test leaves these
+cases to it); a bare pytest run tries build/out/linux/perf/perf and
+skips without one.
 """
 import os
 import re

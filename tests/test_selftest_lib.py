@@ -9,8 +9,12 @@ import pytest
 from vmtest import ktap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BINARY = os.path.join(ROOT, "build", "out", "linux", "selftests",
-                      "lib_unittest")
+# make test names the binary of the tree it built; a bare pytest run
+# looks in the default tree's place.
+BINARY = os.environ.get("VMTEST_LIB_UNITTEST") or os.path.join(
+    ROOT, "build", "out", "linux", "selftests", "lib_unittest")
+if os.environ.get("VMTEST_LIB_UNITTEST") and not os.path.exists(BINARY):
+    raise RuntimeError(f"VMTEST_LIB_UNITTEST={BINARY}: no such binary")
 
 
 @pytest.mark.skipif(not os.path.exists(BINARY),

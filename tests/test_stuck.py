@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+import bench
 import stress
 from vmtest import report, splat
 
@@ -224,6 +225,16 @@ def test_the_stopped_hang_fails_first_on_the_stuck_stack(tmp_path, capsys):
     fin = {c.id: c for c in report.analyze(run).cases}["run/guest_finished"]
     assert fin.status == "fail"
     assert fin.message.splitlines()[0] == bad[0][len("stress: FAIL: "):]
+
+
+def test_bench_names_the_stuck_report_as_stress_does(tmp_path, capsys):
+    """make bench reads the run through the same loader (rundir)."""
+    run = stopped_run(tmp_path)
+    assert bench.main([run, "--no-plot"]) == 1
+    bad = [l for l in capsys.readouterr().out.splitlines()
+           if l.startswith("bench: FAIL: ")]
+    assert bad[0] == ("bench: FAIL: the host stopped the guest at the "
+                      "first stuck report: " + HANG_REPORT)
 
 
 def test_the_timed_out_hang_names_its_first_stuck_report(tmp_path, capsys):

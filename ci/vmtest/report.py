@@ -5,12 +5,11 @@ way the run itself can be wrong (fail closed): the guest never finished,
 the host timeout fired, a KTAP stream is missing or inconsistent, the
 console holds a splat. The host believes the logs, never QEMU's exit code.
 """
-import json
 import os
 import re
 from dataclasses import dataclass, field
 
-from . import ktap, splat
+from . import ktap, rundir
 
 
 @dataclass
@@ -35,8 +34,6 @@ class Report:
     series: bool = False           # the kernel is built from the series
 
 
-DONE = "# vmtest-done"
-CONSOLE_END = "vmtest: console end marker"
 KUNIT_OPTION = re.compile(r"^CONFIG_\w+_KUNIT_TEST=y$", re.M)
 # The feature: what makes a skip of a feature test a failure
 # (doc/harness.md, "Skips and the feature").
@@ -55,9 +52,6 @@ NOT_APPLICABLE = "not applicable"
 EXTENSION = "extension:"
 # The guest sanity check is no feature test: it never makes a run "ran".
 GUEST_SUITE = "selftests/guest"
-TAINT = re.compile(r"^# vmtest-taint-(start|end): (\d+)$", re.M)
-# Documentation/admin-guide/tainted-kernels.rst, bit 0 first.
-TAINT_FLAGS = "PFSRMBUDAWCIOELKXTN"
 
 
 def _kind(diagnostics):
@@ -108,22 +102,6 @@ def _check(cases, name, problems, what):
                       "\n".join(problems) if problems else what))
 
 
-def _taint(results, finished):
-    """Problems with the guest's taint report (start and end values)."""
-    seen = dict((k, int(v)) for k, v in TAINT.findall(results))
-    if "end" not in seen:
-        return ["init reported no taint at the end of the run"] \
-            if finished else []
-    new = seen["end"] & ~seen.get("start", 0)
-    if not new:
-        return []
-    flags = "".join(f for i, f in enumerate(TAINT_FLAGS) if new >> i & 1)
-    return [f"the kernel was tainted during the run: "
-            f"/proc/sys/kernel/tainted {seen.get('start', '?')} -> "
-            f"{seen['end']} (new flags {flags or hex(new)}; see "
-            "Documentation/admin-guide/tainted-kernels.rst)"]
-
-
 def _programs(run_dir, st, filt):
     """Problems: a built program that did not report, one that printed
     nothing, one that ran no test, or no test at all (a FILTER that
@@ -171,18 +149,13 @@ def _expect(cases, expect_feature, series):
 
 
 def analyze(run_dir, config_path=None, expect="auto"):
-    """Read console.log, results.log and run.json from run_dir.
+    """The cases of the run in run_dir (read by rundir.load()).
 
     expect: "yes", "no" or "auto" (from the kernel .config): whether the
     kernel has the feature, so that a skipped feature test fails."""
     rep = Report()
-    read = lambda f: open(os.path.join(run_dir, f), errors="replace").read() \
-        if os.path.exists(os.path.join(run_dir, f)) else ""
-    console, results = read("console.log"), read("results.log")
-    try:
-        rep.run = json.loads(read("run.json") or "{}")
-    except json.JSONDecodeError:
-        rep.run = {}
+    run = rundir.load(run_dir)
+    console, results, rep.run = run.console, run.results, run.info
     config_path = config_path or os.path.join(run_dir, "kernel.config")
     config = open(config_path).read() if os.path.exists(config_path) else ""
     opts = set(re.findall(r"^(?:# )?(CONFIG_\w+)[= ]", config, re.M))
@@ -196,7 +169,7 @@ def analyze(run_dir, config_path=None, expect="auto"):
     # The guest must have finished, by itself, in time. One that hung is
     # named by its first stuck report when the console has one.
     finished = []
-    stuck = splat.stuck_problem(console, rep.run.get("stopped"))
+    stuck = run.stuck
     if rep.run.get("stopped"):
         finished.append(stuck)
     elif rep.run.get("timed_out"):
@@ -206,10 +179,8 @@ def analyze(run_dir, config_path=None, expect="auto"):
         finished += [stuck] if stuck else console.splitlines()[-8:]
     elif "Kernel panic - not syncing" in console:
         finished.append("the guest kernel panicked")
-    done = results.rstrip().endswith(DONE)
-    if not done:
-        finished.append("the guest never wrote its done marker on the "
-                        "results channel: init died or the kernel stopped")
+    if not run.done:
+        finished.append(rundir.NO_DONE)
         if results.strip():
             finished.append("last results lines: " +
                             " | ".join(results.splitlines()[-3:]))
@@ -217,21 +188,13 @@ def analyze(run_dir, config_path=None, expect="auto"):
            "init wrote the done marker; no timeout")
 
     # The console must be there, whole, and clean.
-    if not console.strip():
-        whole = ["the console is empty: the kernel printed nothing, or its "
-                 "serial output was lost"]
-    elif done and CONSOLE_END not in console:
-        whole = ["the console ends before init's end marker: the last "
-                 "kernel messages (a late splat?) never arrived"]
-    else:
-        whole = []
-    _check(cases, "console_complete", whole,
+    _check(cases, "console_complete", run.console_problems(),
            "the console holds the boot log and init's end marker")
-    rep.splats = splat.scan(console)
+    rep.splats = run.splats
     _check(cases, "no_kernel_splat",
            [f"{k}: " + "\n    ".join(lines) for k, lines in rep.splats],
            "no WARN/BUG/Oops/KASAN/lockdep/stall/hung task on the console")
-    _check(cases, "no_new_taint", _taint(results, done),
+    _check(cases, "no_new_taint", run.taint_problems(),
            "/proc/sys/kernel/tainted did not change during the run")
 
     # KUnit: expected whenever the kernel was built with a KUnit suite,

@@ -1,0 +1,54 @@
+"""Whether a bench run can be trusted, and whether deferral kept its
+limits. Timings are never judged."""
+from .model import DEFERRED_MODES
+
+# Deferral's limits, counted, not timed: one record per receiving buffer
+# and one walk per sampled entry. The allowance covers the one entry a
+# run may lose at its end (see doc/bench.md).
+LIMIT = 1.0
+LIMIT_SLACK = 0.02
+
+
+def problems(parsed, run):
+    """Why the run cannot be trusted, as messages ([] when whole). run:
+    the rundir.RunDir of the run (done marker, console, splats, taint,
+    the first stuck report)."""
+    out = run.problems()
+    if parsed["start"] is None:
+        out.append("the bench program never started (no bench-start line)")
+    elif parsed["end"] is None:
+        out.append("the bench program did not finish (no bench-end line)")
+    elif parsed["end"]["runs"] != len(parsed["runs"]):
+        out.append(f"bench-end says {parsed['end']['runs']} runs, "
+                   f"{len(parsed['runs'])} reported")
+    if parsed["exit"] not in (None, 0):
+        out.append(f"the bench program exited {parsed['exit']}")
+    for r in parsed["runs"]:
+        if r["status"] == "error":
+            out.append(f"run {describe(r)}: error {r.get('reason', '')}")
+        elif r["status"] == "ok" and r["lost"]:
+            out.append(f"run {describe(r)}: {r['lost']} records lost")
+    return out
+
+
+def describe(r):
+    return (f"{r['workload']} K={r['k']} {r['events']} {r['mode']} "
+            f"rep {r['rep']}")
+
+
+def limit_failures(rows):
+    """Rows where deferral did more than once per entry what it may do once."""
+    out = []
+    for row, mode in ((r, m) for r in rows for m in DEFERRED_MODES):
+        d = row[mode]
+        if d["status"] != "ok":
+            continue
+        name = f"{row['workload']} {row['events']} K={row['k']}" + (
+            f" {mode}" if mode != "deferred" else "")
+        if d["records_per_entry"] > LIMIT + LIMIT_SLACK:
+            out.append(f"{name}: {d['records_per_entry']:.3f} deferred "
+                       "records per entry per receiving buffer")
+        w = d["walks_deferred"]
+        if w is not None and w > LIMIT + LIMIT_SLACK:
+            out.append(f"{name}: {w:.3f} user stack walks per entry")
+    return out

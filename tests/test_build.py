@@ -1,0 +1,101 @@
+"""The build scripts' contract, on fake trees (nothing real is built): a
+tree that does not build is a failure (exit 1), not a usage or setup
+error (2); bisect-build's cache key holds every harness file its builds
+run or read."""
+import os
+import re
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# A perf whose build fails: tools/perf/Makefile of a fake tree.
+BROKEN_PERF = "perf:\n\t@echo 'error: broken on purpose' >&2; exit 2\n"
+
+
+def env(tmp_path):
+    # Its own lock: never wait for (or hold up) a real build.
+    return dict(os.environ, BUILD=str(tmp_path / "build"),
+                VMTEST_LOCK=str(tmp_path / "lock"))
+
+
+def git(tree, *args):
+    subprocess.run(["git", "-C", str(tree), "-c", "user.name=t", "-c",
+                    "user.email=t@t", *args], check=True,
+                   capture_output=True)
+
+
+def broken_perf_tree(tmp_path):
+    tree = tmp_path / "linux"
+    (tree / "tools" / "perf").mkdir(parents=True)
+    (tree / "Makefile").write_text("")
+    return tree
+
+
+def test_a_perf_that_does_not_build_fails_with_1(tmp_path):
+    tree = broken_perf_tree(tmp_path)
+    (tree / "tools" / "perf" / "Makefile").write_text(BROKEN_PERF)
+    p = subprocess.run(["bash", os.path.join(ROOT, "ci", "build-perf.sh"),
+                        str(tree), str(tmp_path / "out")], env=env(tmp_path),
+                       capture_output=True, text=True)
+    assert p.returncode == 1, p.stderr
+    assert "FAIL: perf build failed" in p.stderr, p.stderr
+
+
+def test_bisect_build_names_the_commit_that_does_not_build(tmp_path):
+    """The base, then one commit that breaks tools/perf: bisect-build
+    builds only perf for it, and fails (1) naming it."""
+    tree = broken_perf_tree(tmp_path)
+    (tree / "tools" / "perf" / "Makefile").write_text("perf:\n")
+    git(tree, "init", "-q")
+    git(tree, "add", ".")
+    git(tree, "commit", "-q", "-m", "base")
+    git(tree, "tag", "vmtest-base")
+    (tree / "tools" / "perf" / "Makefile").write_text(BROKEN_PERF)
+    git(tree, "commit", "-q", "-am", "tools/perf: break the build")
+    p = subprocess.run(["bash", os.path.join(ROOT, "ci", "bisect-build.sh"),
+                        str(tree), "qemu/config/guest.config", "--series",
+                        "qemu/config/series.config"], env=env(tmp_path),
+                       capture_output=True, text=True)
+    assert p.returncode == 1, p.stderr
+    assert "FAIL: [1/1] perf does not build at: tools/perf: break the " \
+        "build" in p.stderr, p.stderr
+
+
+def refs(script):
+    """The harness files a script runs or reads: $ROOT/ci/..., $ROOT/qemu/
+    ..., and qemu/x86_64.py through lib.sh's arch."""
+    with open(os.path.join(ROOT, script)) as f:
+        text = f.read()
+    found = set(re.findall(r"\$ROOT/((?:ci|qemu)/[\w.-]+)", text))
+    if re.search(r"\barch [A-Z_]+", text):
+        found.add("qemu/x86_64.py")
+    if "lib.sh" in text:
+        found.add("ci/lib.sh")
+    return found
+
+
+def test_bisect_builds_cache_key_covers_what_its_builds_use():
+    with open(os.path.join(ROOT, "ci", "bisect-build.sh")) as f:
+        m = re.search(r"^BUILD_DEPS=\(([^)]*)\)", f.read(), re.M)
+    deps = set(m.group(1).split())
+    # Every script it runs, and what they run (lib.sh's helpers for the
+    # guest runs aside: lib.sh is in the key as a whole).
+    todo, seen = ["ci/bisect-build.sh"], set()
+    while todo:
+        s = todo.pop()
+        if s in seen:
+            continue
+        seen.add(s)
+        if s.endswith(".sh") and s != "ci/lib.sh":
+            todo += refs(s)
+    assert seen <= deps, sorted(seen - deps)
+    assert {"ci/build-perf-python.sh", "ci/lib.sh"} <= seen
+
+
+@pytest.mark.parametrize("script", ["build-kernel.sh", "build-perf.sh",
+                                    "build-perf-python.sh"])
+def test_build_scripts_take_the_lock_through_lib_sh(script):
+    with open(os.path.join(ROOT, "ci", script)) as f:
+        text = f.read()
+    assert 'lock_script "$@"' in text and "exec flock" not in text
