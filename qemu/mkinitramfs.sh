@@ -138,8 +138,10 @@ print('$stdlib/os.py')"
 	done
 } >"$list"
 mkdir -p "$(dirname "$out")"
-KBUILD_BUILD_TIMESTAMP=0 "$gen" -t 0 "$list" | gzip -n -1 >"$out.tmp"
-mv "$out.tmp" "$out"
+# A name of this run's own: two runs packing the same tree's image at once
+# (make stress beside make vmtest) must not rename each other's file.
+KBUILD_BUILD_TIMESTAMP=0 "$gen" -t 0 "$list" | gzip -n -1 >"$out.$$.tmp"
+mv "$out.$$.tmp" "$out"
 # What was packed: the host checks that every one of these reported.
 find "$tests" -maxdepth 1 -type f -name '*_test' -printf '%f\n' | LC_ALL=C sort >"$out.programs"
 log "initramfs: $out ($(du -k "$out" | cut -f1) KiB)"
