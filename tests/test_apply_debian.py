@@ -30,7 +30,7 @@ CACHE = os.path.join(ROOT, "build", "test-cache")
 SERIES = sorted(f for f in os.listdir(PATCHES)
                 if re.match(r"\d{4}-.*\.patch$", f)
                 and f != "0000-cover-letter.patch")
-# A last patch that cannot apply: the 40 before it must be rolled back.
+# A last patch that cannot apply: the whole series before it is rolled back.
 BROKEN = """From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
 From: T <t@t>
 Date: Sun, 17 Nov 2024 00:00:00 +0000
@@ -139,7 +139,8 @@ def snapshot(tree):
 
 def apply(tree, patches=PATCHES):
     return subprocess.run(["bash", APPLY, str(tree)], capture_output=True,
-                          text=True, env=dict(ENV, VMTEST_PATCHES=str(patches)))
+                          text=True,
+                          env=dict(ENV, VMTEST_PATCHES=str(patches)))
 
 
 def run_recipe(stderr, patches=PATCHES):
@@ -149,7 +150,8 @@ def run_recipe(stderr, patches=PATCHES):
     assert m, f"no 'make apply ...' recipe in: {stderr}"
     return subprocess.run(["make", "-s", "-C", ROOT, "-o", "deps",
                            *m.group(1).split()], capture_output=True,
-                          text=True, env=dict(ENV, VMTEST_PATCHES=str(patches)))
+                          text=True,
+                          env=dict(ENV, VMTEST_PATCHES=str(patches)))
 
 
 def assert_series_applied(tree, r):
