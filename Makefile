@@ -91,7 +91,7 @@ deps: ## install every Debian package the harness needs (idempotent)
 tree: deps ## make build/linux: Debian's 6.12 source as git, base + patches/
 	@bash ci/worktree.sh
 
-apply: deps ## apply patches/ to KERNEL=DIR with git am (refuses unsafe trees)
+apply: deps ## apply patches/ to KERNEL=DIR with git am (refuses unsafe trees; INIT=1: git-less tree)
 	@bash ci/apply.sh "$(KERNEL)"
 
 export: deps ## regenerate patches/ from build/linux's commits (+ cover letter)

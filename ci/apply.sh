@@ -1,23 +1,71 @@
 #!/usr/bin/env bash
-# usage: apply.sh DIR   (FORCE=1 skips the 6.12.y check)
+# usage: apply.sh DIR   (FORCE=1 skips the 6.12.y check; INIT=1 first
+# commits the files of a DIR with no commit yet as its base)
 #
 # Apply patches/ to the kernel git tree DIR with `git am`. Refuses (exit 2,
-# tree untouched) when DIR is not a git tree, has uncommitted changes, is
-# not 6.12.y, or already carries the series. A patch that does not apply is
-# named with its conflicting files, and the tree is put back as it was.
+# tree untouched) when DIR is not a git tree (without INIT=1), has
+# uncommitted changes, is not 6.12.y, or already carries the series. A
+# patch that does not apply is named with its conflicting files, and the
+# tree is put back as it was: after INIT=1, without the git tree it made.
 . "$(dirname "$0")/lib.sh"
 
 dir=${1:-}
+init=${INIT:-0}
 [ -n "$dir" ] || die "usage: make apply KERNEL=/path/to/linux-6.12.y"
 [ -d "$dir" ] || die "KERNEL=$dir: no such directory"
-git -C "$dir" rev-parse --git-dir >/dev/null 2>&1 ||
-	die "KERNEL=$dir is not a git tree: run 'git init && git add -A && git commit -m base' there first"
-[ "$(git -C "$dir" rev-parse --show-toplevel)" = "$(cd "$dir" && pwd -P)" ] ||
+case $init in 0 | 1) ;; *) die "INIT=$init: use INIT=1 to commit the tree's files as its base first" ;; esac
+# Not 'git init && git add -A': Debian's linux-source .gitignore makes
+# that add nothing (commit_base in lib.sh).
+recipe="'make apply KERNEL=$dir INIT=1' commits its files as the base first (tag $BASE_TAG), as make tree does"
+
+tmp=$(mktemp -d)
+inited=
+# Any failure once INIT=1 began takes back what it did: the git tree it
+# made (or the one without commits, as it was) and its .gitignore edit.
+cleanup() {
+	local rc=$?
+	if [ "$rc" -ne 0 ] && [ -n "$inited" ]; then
+		rm -rf "$dir/.git"
+		[ ! -d "$tmp/git" ] || cp -a "$tmp/git" "$dir/.git"
+		if [ -f "$tmp/gitignore" ]; then
+			rm -f "$dir/.gitignore"
+			cp -p "$tmp/gitignore" "$dir/.gitignore"
+		fi
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+if ! git -C "$dir" rev-parse --git-dir >/dev/null 2>&1; then
+	[ "$init" = 1 ] || die "KERNEL=$dir is not a git tree: $recipe"
+elif [ "$(git -C "$dir" rev-parse --show-toplevel)" != "$(cd "$dir" && pwd -P)" ]; then
 	die "KERNEL=$dir is inside a git tree but not its top level: point KERNEL at the tree's top"
-git -C "$dir" rev-parse -q --verify HEAD >/dev/null ||
-	die "KERNEL=$dir has no commits: commit the base tree first"
+elif ! git -C "$dir" rev-parse -q --verify HEAD >/dev/null; then
+	[ "$init" = 1 ] || die "KERNEL=$dir has no commits: $recipe"
+	[ -d "$dir/.git" ] ||
+		die "KERNEL=$dir has no commits and its .git is not a directory: commit the base tree there first"
+else
+	[ "$init" = 0 ] || log "KERNEL=$dir has commits already: INIT=1 does nothing"
+	init=0
+fi
 [ -f "$dir/Makefile" ] && [ -d "$dir/kernel" ] ||
 	die "KERNEL=$dir does not look like a Linux source tree (no Makefile or kernel/)"
+version=$(sed -n -e 's/^VERSION = //p' -e 's/^PATCHLEVEL = //p' "$dir/Makefile" | paste -sd.)
+if [ "$version" != "6.12" ]; then
+	[ "${FORCE:-0}" = 1 ] ||
+		die "KERNEL=$dir is Linux $version, not 6.12.y: the series targets 6.12 LTS (FORCE=1 tries anyway)"
+	warn "KERNEL=$dir is Linux $version, not 6.12.y: applying anyway (FORCE=1)"
+fi
+
+if [ "$init" = 1 ]; then
+	[ ! -d "$dir/.git" ] || cp -a "$dir/.git" "$tmp/git"
+	[ ! -f "$dir/.gitignore" ] || cp -p "$dir/.gitignore" "$tmp/gitignore"
+	inited=1
+	log "KERNEL=$dir: committing its files as the base (tag $BASE_TAG)"
+	commit_base "$dir"
+fi
 
 if [ -d "$(git -C "$dir" rev-parse --git-path rebase-apply)" ]; then
 	die "KERNEL=$dir has a 'git am' or rebase in progress: finish it or run 'git am --abort' there"
@@ -26,13 +74,6 @@ dirty=$(git -C "$dir" status --porcelain --untracked-files=no)
 if [ -n "$dirty" ]; then
 	printf '%s\n' "$dirty" | head -10 >&2
 	die "KERNEL=$dir has uncommitted changes (above): commit or stash them, then retry"
-fi
-
-version=$(sed -n -e 's/^VERSION = //p' -e 's/^PATCHLEVEL = //p' "$dir/Makefile" | paste -sd.)
-if [ "$version" != "6.12" ]; then
-	[ "${FORCE:-0}" = 1 ] ||
-		die "KERNEL=$dir is Linux $version, not 6.12.y: the series targets 6.12 LTS (FORCE=1 tries anyway)"
-	warn "KERNEL=$dir is Linux $version, not 6.12.y: applying anyway (FORCE=1)"
 fi
 
 mapfile -t series < <(series_files)
@@ -52,8 +93,7 @@ for p in "${series[@]}"; do
 done
 
 head=$(git -C "$dir" rev-parse HEAD)
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+out=$tmp/am.out
 if git -C "$dir" -c user.name="${GIT_AUTHOR_NAME:-vmtest}" \
 	-c user.email="${GIT_AUTHOR_EMAIL:-vmtest@localhost}" \
 	am --3way --keep-cr "${series[@]}" >"$out" 2>&1; then
@@ -76,6 +116,7 @@ echo >&2
 printf 'error: patch does not apply to %s: %s\n' "$dir" "${failed:-unknown patch}" >&2
 printf '  files in conflict:\n' >&2
 printf '    %s\n' ${files:-"(git am named none)"} >&2
-printf '  the tree is back at %s, unchanged. Rebase the series onto this tree or use a 6.12.y base.\n' \
-	"$(git -C "$dir" rev-parse --short HEAD)" >&2
+back="at $(git -C "$dir" rev-parse --short HEAD), unchanged"
+[ -z "$inited" ] || back="as it was before INIT=1"
+printf '  the tree is back %s. Rebase the series onto this tree or use a 6.12.y base.\n' "$back" >&2
 exit 2

@@ -26,6 +26,36 @@ die() { printf 'error: %s\n' "$*" >&2; exit 2; }
 # that does not build is the series' failure, not the user's setup.
 fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
 
+# commit_base DIR: make the files of DIR, a kernel source tree with no
+# commit yet, its first commit, tagged $BASE_TAG. Debian's linux-source
+# .gitignore ends with a block (for Debian's packaging repo) that ignores
+# every top-level path: it is dropped first, or git add would add nothing.
+# A fixed identity and date: the same files give the same commit anywhere.
+commit_base() {
+	local dir=$1 version msg
+	version=$(sed -n -e 's/^VERSION = //p' -e 's/^PATCHLEVEL = //p' -e 's/^SUBLEVEL = //p' \
+		"$dir/Makefile" | paste -sd.)
+	msg="Linux $version"
+	if grep -q '^# Debian packaging: ignore everything at the top level' "$dir/.gitignore" 2>/dev/null; then
+		sed -i '/^# Debian packaging: ignore everything at the top level/,/^!\/debian\/$/d' \
+			"$dir/.gitignore"
+		! grep -qx '/\*' "$dir/.gitignore" ||
+			die "could not strip the Debian block from $dir/.gitignore"
+		msg+=" (Debian linux-source-${version%.*})"
+	fi
+	(
+		cd "$dir"
+		export GIT_AUTHOR_NAME=vmtest GIT_AUTHOR_EMAIL=vmtest@localhost
+		export GIT_COMMITTER_NAME=vmtest GIT_COMMITTER_EMAIL=vmtest@localhost
+		export GIT_AUTHOR_DATE='2024-11-17 00:00:00 +0000'
+		export GIT_COMMITTER_DATE=$GIT_AUTHOR_DATE
+		[ -e .git ] || git init -q -b master
+		git add -A
+		git -c commit.gpgSign=false commit -q --no-verify -m "$msg"
+		git tag "$BASE_TAG"
+	)
+}
+
 # The series, in order, without the cover letter.
 # perf's optional parts that neither the guest's static perf nor perf.so
 # needs (ci/build-perf.sh, ci/build-perf-python.sh): off, as 6.12 knows them.

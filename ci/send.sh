@@ -32,6 +32,9 @@
 #     RESULTS, default build/out/linux) and format-patch's shortlog,
 #     diffstat, range-diff and base-commit.
 #
+# The text work (recipients, "Changes in vN", the cover letter's blanks) is
+# ci/send_prep.py's, tested in tests/test_send.py.
+#
 # Refuses (exit 2, saying what to set) when user.name or user.email is
 # missing, V is not a number, SEND=1 would send a version already tagged,
 # or SEND=1 without sendemail.smtpServer. GET_MAINTAINER=CMD replaces
@@ -130,13 +133,9 @@ rm -rf "$out"
 mkdir -p "$out"
 
 # --- recipients ------------------------------------------------------------
-# Reserved names (RFC 2606, RFC 6761): no mail is delivered there.
-reserved() {
-	grep -qiE '@([^@>]*\.)?(example\.(com|net|org)|example|invalid|test|localhost)>?$' <<<"$1"
-}
-addr_of() { sed -E 's/.*<([^>]*)>.*/\1/' <<<"$1" | tr "[:upper:]" "[:lower:]"; }
+prep() { /usr/bin/python3 "$ROOT/ci/send_prep.py" "$@"; }
 
-if reserved "<$email>"; then
+if prep reserved -- "<$email>"; then
 	[ "$send" = 0 ] || die "user.email $email is in a reserved domain: nobody could" \
 		"reply, and lists reject it; git config --global user.email 'you@your.domain'"
 	warn "user.email $email is in a reserved domain: fine for a dry run," \
@@ -153,42 +152,18 @@ gm=${GET_MAINTAINER:-perl scripts/get_maintainer.pl}
 	die "get_maintainer.pl failed in $tree: is it a kernel tree ('make tree')?"
 }
 cp "$tmp/gm" "$out/get_maintainer.txt"
-to=() cc=() seen=" $(addr_of "<$email>") " skipped=()
-# add LIST ADDRESS: add ADDRESS to to or cc unless it is already there.
-add() {
-	local a
-	a=$(addr_of "$2")
-	[[ "$2" == *"<"* ]] || a=$(tr "[:upper:]" "[:lower:]" <<<"$2")
-	[[ "$seen" == *" $a "* ]] && return 0
-	seen+="$a "
-	if reserved "$a"; then
-		skipped+=("$2")
-		return 0
-	fi
-	if [ "$1" = to ]; then to+=("$2"); else cc+=("$2"); fi
-}
-while IFS= read -r line; do
-	[ -n "$line" ] || continue
-	who=$(sed -E 's/ \([^()]*(\([^()]*\)[^()]*)*\)$//' <<<"$line")
-	case $line in
-	*"(maintainer:"* | *"(supporter:"*) add to "$who" ;;
-	*) add cc "$who" ;;
-	esac
-done <"$tmp/gm"
 # The series' own people: authors, signers, Cc: trailers.
-while IFS= read -r who; do
-	[ -n "$who" ] && add cc "$who"
-done < <(git -C "$tree" log --format='%an <%ae>%n%(trailers:key=Signed-off-by,key=Cc,valueonly)' "$base..HEAD" | sed 's/^ *//')
-IFS=, read -ra extra <<<"${TO:-}"
-for a in "${extra[@]}"; do a=$(xargs <<<"$a"); [ -z "$a" ] || add to "$a"; done
-IFS=, read -ra extra <<<"${CC:-}"
-for a in "${extra[@]}"; do a=$(xargs <<<"$a"); [ -z "$a" ] || add cc "$a"; done
-[ "${#to[@]}" -gt 0 ] || [ "${#cc[@]}" -gt 0 ] ||
-	die "get_maintainer.pl found nobody to send to: give TO=list@vger.kernel.org"
-if [ "${#to[@]}" -eq 0 ]; then
-	to=("${cc[0]}")
-	cc=("${cc[@]:1}")
-fi
+git -C "$tree" log --format='%an <%ae>%n%(trailers:key=Signed-off-by,key=Cc,valueonly)' \
+	"$base..HEAD" >"$tmp/people"
+rcpt=$(prep recipients --gm "$tmp/gm" --people "$tmp/people" --sender "$email" \
+	--to="${TO:-}" --cc="${CC:-}" --out "$tmp/recipients.txt") || exit
+to=() cc=()
+while IFS=$'\t' read -r kind who; do
+	case $kind in
+	to) to+=("$who") ;;
+	cc) cc+=("$who") ;;
+	esac
+done <<<"$rcpt"
 
 # --- the cover letter's text -------------------------------------------------
 letter=$ROOT/ci/cover-letter.txt
@@ -196,38 +171,14 @@ subject=$(sed -n 1p "$letter")
 {
 	sed '1,2d' "$letter"
 	echo
-	# v1 has nothing to compare with: no section at all.
-	[ "$v" = 1 ] || echo "Changes in v$v:"
-	if [ "$v" = 1 ]; then
-		:
-	elif [ -z "$prev" ]; then
-		echo " - no tag series-v$((v - 1)) in the tree, so no range-diff against"
-		echo "   v$((v - 1)) (tag what was sent as v$((v - 1)) to get one)."
-	else
-		if [ -n "${CHANGES:-}" ]; then
-			[ -f "$CHANGES" ] || die "CHANGES=$CHANGES: no such file"
-			sed 's/^/ /' "$CHANGES"
-		fi
-		# Per patch, from the range-diff: new, dropped, changed. A patch
-		# rewritten beyond recognition shows as dropped and new under
-		# one subject: that is a rewrite.
-		git -C "$tree" range-diff --no-color -s "$prev_base..$prev" "$base..$head" |
-			awk '{ subj = $0
-			       for (i = 0; i < 5; i++) sub(/^[ \t]*[^ \t]+/, "", subj)
-			       sub(/^[ \t]+/, "", subj)
-			       if ($3 == "=") next
-			       what = $3 == ">" ? "new" : $3 == "<" ? "dropped" : "changed"
-			       if (subj in seen && seen[subj] != what) {
-				       kind[seen_at[subj]] = "rewritten"; next
-			       }
-			       seen[subj] = what; seen_at[subj] = ++n
-			       kind[n] = what; line[n] = subj }
-			     END { for (i = 1; i <= n; i++)
-				       printf " - %s: %s\n", kind[i], line[i]
-				   if (!n) print " - no change in the patches" }'
-		echo " (range-diff against v$((v - 1)) at the end of this letter)"
+	# "Changes in vN" (none for v1): against series-v(N-1) when tagged.
+	ch=()
+	if [ -n "$prev" ]; then
+		git -C "$tree" range-diff --no-color -s "$prev_base..$prev" "$base..$head" >"$tmp/range-diff"
+		ch=(--range-diff "$tmp/range-diff")
+		[ -z "${CHANGES:-}" ] || ch+=(--notes "$CHANGES")
 	fi
-	[ "$v" = 1 ] || echo
+	prep changes "${ch[@]}" -- "$v"
 	bench=()
 	grep -q '^bench:' "$ROOT/Makefile" && bench=(--bench "$results/bench/summary.txt")
 	/usr/bin/python3 "$ROOT/ci/tested.py" "$results" \
@@ -243,23 +194,8 @@ for a in "${cc[@]}"; do fp+=(--cc="$a"); done
 GIT_COMMITTER_NAME=$name GIT_COMMITTER_EMAIL=$email \
 	git -C "$tree" format-patch "${fp[@]}" "$base..$head"
 cover=$(ls "$out"/v"$v"-0000-cover-letter.patch)
-SUBJ=$subject BLURB=$tmp/blurb perl -0pi -e '
-	BEGIN { local $/; open(my $f, "<", $ENV{BLURB}) or die; $b = <$f>; }
-	s/\*\*\* SUBJECT HERE \*\*\*/$ENV{SUBJ}/;
-	s/\*\*\* BLURB HERE \*\*\*\n/$b/;' "$cover"
-grep -q '\*\*\* \(SUBJECT\|BLURB\) HERE' "$cover" &&
-	die "could not fill in the cover letter $cover"
-
-{
-	printf 'To:\n'
-	printf '  %s\n' "${to[@]}"
-	printf 'Cc:\n'
-	printf '  %s\n' "${cc[@]}"
-	if [ "${#skipped[@]}" -gt 0 ]; then
-		printf 'Left out (reserved domain, no mail is delivered there):\n'
-		printf '  %s\n' "${skipped[@]}"
-	fi
-} >"$out/recipients.txt"
+prep fill-cover -- "$cover" "$subject" "$tmp/blurb"
+cp "$tmp/recipients.txt" "$out/recipients.txt"
 
 # --- send-email ------------------------------------------------------------
 # The recipients are in the files' headers; nothing is added behind our

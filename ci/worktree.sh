@@ -2,10 +2,9 @@
 # usage: worktree.sh
 #
 # Make sure the default kernel work tree (build/linux) exists and carries
-# the series. The first run unpacks Debian's linux-source-6.12, strips the
-# tarball's "ignore everything at the top level" .gitignore block, commits
-# it as the base (tag vmtest-base, fixed identity and date so its hash is
-# the same on every machine) and applies patches/ on top.
+# the series. The first run unpacks Debian's linux-source-6.12, commits it
+# as the base (commit_base in lib.sh: tag vmtest-base, the same hash on
+# every machine) and applies patches/ on top.
 #
 # Later runs never discard work: if the tree's commits since the base are
 # exactly patches/, nothing happens; if patches/ is newer and the tree holds
@@ -22,27 +21,9 @@ create() {
 	mkdir -p "$tmp"
 	log "unpacking $(basename "$TARBALL") into $WORKTREE"
 	tar -xf "$TARBALL" -C "$tmp" --strip-components=1
-	# Debian's tarball ignores every top-level path; git add would add nothing.
-	sed -i '/^# Debian packaging: ignore everything at the top level/,/^!\/debian\/$/d' \
-		"$tmp/.gitignore"
-	! grep -qx '/\*' "$tmp/.gitignore" ||
-		die "could not strip the Debian block from $TARBALL's .gitignore"
-	local version
-	version=$(sed -n -e 's/^VERSION = //p' -e 's/^PATCHLEVEL = //p' -e 's/^SUBLEVEL = //p' \
-		"$tmp/Makefile" | paste -sd.)
-	(
-		cd "$tmp"
-		export GIT_AUTHOR_NAME=vmtest GIT_AUTHOR_EMAIL=vmtest@localhost
-		export GIT_COMMITTER_NAME=vmtest GIT_COMMITTER_EMAIL=vmtest@localhost
-		export GIT_AUTHOR_DATE='2024-11-17 00:00:00 +0000'
-		export GIT_COMMITTER_DATE=$GIT_AUTHOR_DATE
-		git init -q -b master
-		git add -A
-		git commit -q -m "Linux $version (Debian linux-source-6.12)"
-		git tag "$BASE_TAG"
-	)
+	commit_base "$tmp"
 	mv "$tmp" "$WORKTREE"
-	log "base: Linux $version at $(git -C "$WORKTREE" rev-parse --short HEAD) ($(git -C "$WORKTREE" ls-files | wc -l) files)"
+	log "base: $(git -C "$WORKTREE" log -1 --format=%s) at $(git -C "$WORKTREE" rev-parse --short HEAD) ($(git -C "$WORKTREE" ls-files | wc -l) files)"
 }
 
 # patch-ids, one per line, in order: of the tree's commits / of patches/.

@@ -50,29 +50,19 @@ strip_copy() { # strip_copy FILE: FILE without debug info (or as it is)
 # python_files: gen_init_cpio lines for python3, its libraries, the
 # stdlib files perf_python_test.py's imports load, and perf.so.
 python_files() {
-	local py=/usr/bin/python3 so=$PERF_PYTHON f d mods stdlib suffix
+	local py=/usr/bin/python3 so=$PERF_PYTHON f d stdlib suffix
 	[ -f "$so" ] || die "PERF_PYTHON=$so missing: run 'make perf-python'"
 	[ -x "$py" ] || die "$py missing: run 'make deps' (python3)"
 	stdlib=$("$py" -IS -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')
 	suffix=$("$py" -IS -c 'from importlib import machinery; print(machinery.EXTENSION_SUFFIXES[0])')
-	# The test's own imports, as its top-level 'import X' lines say.
-	mods=$(sed -n 's/^import \([a-z_][a-z0-9_]*\)$/\1/p' \
-		"$ROOT/selftests/perf_python_test.py" | paste -sd, -)
 	mkdir -p "$stage/pymod"
 	cp "$so" "$stage/pymod/perf$suffix"
 	{
 		realpath "$py"
 		ldd "$py" "$so" | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^\t\(\/[^ ]*\) .*/\1/p'
-		# Files of the modules loaded (not frozen, not built in), and
-		# os.py, the landmark python finds its prefix by.
-		LC_ALL=C "$py" -IS -c "import sys; sys.path.insert(0, '$stage/pymod')
-import $mods, perf
-for m in list(sys.modules.values()):
-    s = getattr(m, '__spec__', None)
-    if s and s.origin and s.origin.startswith('$stdlib/'):
-        print(s.origin)
-        if s.cached: print(s.cached)
-print('$stdlib/os.py')"
+		# The stdlib files the test's imports load (the script says how).
+		LC_ALL=C "$py" -IS "$ROOT/qemu/python_stdlib.py" "$stage/pymod" "$stdlib" \
+			"$ROOT/selftests/perf_python_test.py"
 	} | sort -u >"$stage/python.list"
 	while read -r f; do
 		case "$f" in

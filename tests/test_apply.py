@@ -6,7 +6,10 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 APPLY = os.path.join(ROOT, "ci", "apply.sh")
-ENV = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
+# Not what a `make test FORCE=1 ...` run passes down: the tests set those.
+ENV = dict({k: v for k, v in os.environ.items() if k not in
+            ("FORCE", "INIT", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")},
+           GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
            GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
 
 
@@ -120,3 +123,95 @@ def test_conflict_names_patch_and_files_and_restores(tmp_path, series):
     assert (t / "kernel" / "a.c").read_text() == "int a;\n"
     assert not os.path.exists(git(t, "rev-parse", "--git-path",
                                   "rebase-apply").strip())
+
+
+DEBIAN_BLOCK = """*.o
+
+#
+# Debian packaging: ignore everything at the top level, since it isn't
+# included in our repository
+#
+/*
+!/debian/
+"""
+
+
+def plain_tree(d, patchlevel="12"):
+    """kernel_tree's files with Debian's .gitignore, no git."""
+    kernel_tree(d, patchlevel=patchlevel)
+    subprocess.run(["rm", "-rf", str(d / ".git")], check=True)
+    (d / ".gitignore").write_text(DEBIAN_BLOCK)
+    return d
+
+
+def files(d):
+    """Every file under d (.git included) with its content and mode."""
+    out = {}
+    for root, _, names in os.walk(d):
+        for n in names:
+            p = os.path.join(root, n)
+            with open(p, "rb") as f:
+                out[os.path.relpath(p, d)] = (f.read(), os.stat(p).st_mode)
+    return out
+
+
+def test_init_commits_a_debian_tree_as_the_base(tmp_path, series):
+    t = plain_tree(tmp_path / "linux")
+    r = apply(t, series)
+    assert r.returncode == 2
+    assert f"'make apply KERNEL={t} INIT=1'" in r.stderr
+    r = apply(t, series, INIT="1")
+    assert r.returncode == 0, r.stderr
+    assert "2 patches applied" in r.stderr
+    assert git(t, "log", "--format=%s", "vmtest-base").split("\n")[0] == \
+        "Linux 6.12.117 (Debian linux-source-6.12)"
+    base = git(t, "ls-tree", "-r", "--name-only", "vmtest-base").split()
+    assert base == [".gitignore", "Makefile", "kernel/a.c", "kernel/b.c"]
+    assert (t / ".gitignore").read_text() == "*.o\n\n#\n"
+    # A tree with commits: INIT=1 changes nothing, the checks go on.
+    r = apply(t, series, INIT="1")
+    assert r.returncode == 2 and "already carries the series" in r.stderr
+
+
+def test_init_that_fails_leaves_no_trace(tmp_path, series):
+    t = plain_tree(tmp_path / "linux")
+    (t / "kernel" / "b.c").write_text("int b = 3;\n")
+    before = files(t)
+    r = apply(t, series, INIT="1")
+    assert r.returncode == 2
+    assert "unwind_user: Change b" in r.stderr
+    assert "back as it was before INIT=1" in r.stderr
+    assert files(t) == before
+
+
+def test_init_refusals_come_before_any_change(tmp_path, series):
+    t = plain_tree(tmp_path / "linux", patchlevel="6")
+    before = files(t)
+    r = apply(t, series, INIT="1")
+    assert r.returncode == 2 and "not 6.12.y" in r.stderr
+    assert files(t) == before
+    r = apply(t, series, INIT="yes")
+    assert r.returncode == 2 and "INIT=yes" in r.stderr
+    assert files(t) == before
+
+
+def test_init_after_a_git_init_that_committed_nothing(tmp_path, series):
+    """git init && git add -A && git commit on Debian's tree: the commit
+    fails (everything is ignored), leaving a .git without commits."""
+    t = plain_tree(tmp_path / "linux")
+    git(t, "init", "-q")
+    git(t, "add", "-A")
+    assert git(t, "ls-files") == ""
+    r = apply(t, series)
+    assert r.returncode == 2 and "has no commits" in r.stderr
+    assert f"'make apply KERNEL={t} INIT=1'" in r.stderr
+    # A failure puts that .git back byte for byte.
+    (t / "kernel" / "b.c").write_text("int b = 3;\n")
+    before = files(t)
+    r = apply(t, series, INIT="1")
+    assert r.returncode == 2
+    assert files(t) == before
+    (t / "kernel" / "b.c").write_text("int b;\n")
+    r = apply(t, series, INIT="1")
+    assert r.returncode == 0, r.stderr
+    assert len(git(t, "log", "--format=%s").splitlines()) == 3

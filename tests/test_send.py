@@ -4,9 +4,11 @@ sendmail."""
 import os
 import re
 import subprocess
+import sys
 
 import pytest
 
+import send_prep
 from test_apply import ENV, git, kernel_tree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -293,3 +295,111 @@ def test_a_patch_rewritten_beyond_recognition(env):
     assert r.returncode == 0, r.stderr
     cover = patch(out(env, 2), 0)
     assert "Changes in v2:\n - rewritten: unwind_user: Change b\n (" in cover
+
+
+# ci/send_prep.py, the text work of send.sh, on its own.
+RANGE_DIFF = """\
+1:  56435cf = 1:  4315605 unwind_user: Same
+2:  3744e6e ! 2:  4ca4848 unwind_user: Changed
+3:  1111111 < -:  ------- unwind_user: Rewritten
+4:  2222222 < -:  ------- perf: Dropped
+-:  ------- > 3:  0a31c2e unwind_user: Rewritten
+-:  ------- > 4:  0b31c2e perf: New   with  spaces
+"""
+
+
+@pytest.mark.parametrize("addr,is_reserved", [
+    ("<me@example.org>", True), ("dev@lists.example.net", True),
+    ("a@b.EXAMPLE", True), ("x@host.invalid", True), ("x@foo.test", True),
+    ("root@localhost", True), ("me@kernel.org", False),
+    ("me@example.org.uk", False), ("me@notexample.com", False)])
+def test_reserved_domains(addr, is_reserved):
+    assert send_prep.reserved(addr) == is_reserved
+
+
+def test_recipients_by_role_once_each():
+    gm = re.findall(r"^echo '(.*)'$", GET_MAINTAINER, re.M) + [
+        "", "Maint One <MAINT@kernel.org> (reviewer:OTHER (X) (Y))"]
+    people = [ANN, "", "  " + SAM, "Sam Sender <SAM@kernel.org>", ANN]
+    to, cc, skipped = send_prep.recipients(
+        gm, people, "sam@kernel.org", ["extra@kernel.org"],
+        ["Rev Three <rev@kernel.org>", "cc@kernel.org"])
+    assert to == ["Maint One <maint@kernel.org>", "Sup Two <sup@kernel.org>",
+                  "extra@kernel.org"]
+    assert cc == ["Rev Three <rev@kernel.org>", "linux-kernel@vger.kernel.org",
+                  ANN, "cc@kernel.org"]
+    assert skipped == ["Unwind Dev <unwind-dev@example.org>"]
+
+
+def test_recipients_without_a_maintainer():
+    assert send_prep.recipients([], [ANN, "Rev <rev@kernel.org>"],
+                                "sam@kernel.org") == \
+        ([ANN], ["Rev <rev@kernel.org>"], [])
+    with pytest.raises(send_prep.Refusal, match="found nobody"):
+        send_prep.recipients([], [SAM], "sam@kernel.org")
+    assert send_prep.recipients_text([ANN], [], ["x@a.test"]) == (
+        f"To:\n  {ANN}\nCc:\nLeft out (reserved domain, no mail is "
+        "delivered there):\n  x@a.test\n")
+
+
+def test_to_and_cc_lists():
+    assert send_prep.extra("TO", ' a@kernel.org ,, "Q  Name" <q@k.org>,'
+                           '  Two   Words <t@k.org> ') == \
+        ["a@kernel.org", "Q  Name <q@k.org>", "Two Words <t@k.org>"]
+    assert send_prep.extra("CC", "") == []
+    with pytest.raises(send_prep.Refusal, match="CC=O'Brien"):
+        send_prep.extra("CC", "O'Brien <ob@kernel.org>")
+
+
+def test_range_diff_summary():
+    assert send_prep.range_diff_summary(RANGE_DIFF) == [
+        " - changed: unwind_user: Changed",
+        " - rewritten: unwind_user: Rewritten",
+        " - dropped: perf: Dropped",
+        " - new: perf: New   with  spaces"]
+    assert send_prep.range_diff_summary(RANGE_DIFF.splitlines()[0]) == \
+        [" - no change in the patches"]
+
+
+def test_changes_section():
+    assert send_prep.changes(1, RANGE_DIFF, "notes\n") == ""
+    assert send_prep.changes(3) == (
+        "Changes in v3:\n - no tag series-v2 in the tree, so no range-diff "
+        "against\n   v2 (tag what was sent as v2 to get one).\n\n")
+    # Notes first, each line indented, a last line without a newline too.
+    assert send_prep.changes(2, RANGE_DIFF.splitlines()[1], "- a\n\n- b") \
+        == ("Changes in v2:\n - a\n \n - b\n - changed: unwind_user: "
+            "Changed\n (range-diff against v1 at the end of this letter)\n\n")
+
+
+def test_fill_cover(tmp_path):
+    cover = tmp_path / "cover"
+    cover.write_text("Subject: [PATCH 0/2] *** SUBJECT HERE ***\n\n"
+                     "*** BLURB HERE ***\n\nshortlog\n")
+    blurb = tmp_path / "blurb"
+    blurb.write_text("Why $1 and \\1 stay.\n")
+    assert send_prep.main(["fill-cover", "--", str(cover), "-s: $x",
+                           str(blurb)]) == 0
+    assert cover.read_text() == ("Subject: [PATCH 0/2] -s: $x\n\n"
+                                 "Why $1 and \\1 stay.\n\nshortlog\n")
+    cover.write_text("*** BLURB HERE ***")  # no newline: not filled
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "ci",
+                        "send_prep.py"), "fill-cover", str(cover), "s",
+                        str(blurb)], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert f"could not fill in the cover letter {cover}" in r.stderr
+
+
+def test_changes_notes_in_the_cover_letter(env, tmp_path):
+    identity(env)
+    config(env, "sendemail.smtpServer", str(env["mailer"]))
+    assert send(env, SEND="1").returncode == 0
+    notes = tmp_path / "notes"
+    notes.write_text("- Answered the review of v1.\n  (details)\n")
+    r = send(env, CHANGES=str(notes))
+    assert r.returncode == 0, r.stderr
+    assert "Changes in v2:\n - Answered the review of v1.\n   (details)\n" \
+        " - no change in the patches\n (range-diff against v1" \
+        in patch(out(env, 2), 0)
+    r = send(env, CHANGES=str(tmp_path / "none"))
+    assert r.returncode == 2 and "none: no such file" in r.stderr
