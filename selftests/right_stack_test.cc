@@ -340,7 +340,8 @@ TEST(RightStack, UprobeDeferredChainIsTheProbedStack)
 	printf("# uprobe at rs_probed+%#llx: %s\n",
 	       (unsigned long long)(site - fn->start), c.describe().c_str());
 	expect_all_match(s, c, kHits);
-	EXPECT_EQ(c.deferred + c.fallback, c.hits);
+	/* The uprobe's exception entry refuses nothing (last run: 200 of 200) */
+	EXPECT_EQ(c.deferred, c.hits) << c.describe();
 }
 
 /* ---- B: signal delivery ------------------------------------------------- */
@@ -402,6 +403,9 @@ TEST(RightStack, SignalDeliverDeferredChainIsTheInterruptedStack)
 	printf("# signal:signal_deliver, %d SIGUSR1 to self: %s\n", kSignals,
 	       c.describe().c_str());
 	expect_all_match(s, c, kSignals);
+	/* Delivery runs in the exit loop, before the close: nothing is
+	 * refused (last run: 200 of 200) */
+	EXPECT_EQ(c.deferred, c.hits) << c.describe();
 }
 
 /* ---- D: preemptirq:irq_enable -------------------------------------------- */
@@ -462,6 +466,12 @@ TEST(RightStack, IrqEnableDeferredChainIsTheInterruptedStack)
 	printf("# preemptirq:irq_enable, %d getppid from rs_entry_a and "
 	       "rs_entry_b in turn: %s\n", kCalls, c.describe().c_str());
 	expect_all_match(s, c, kCalls);
+	/*
+	 * Each getppid enables interrupts on its way in, before the close:
+	 * at least one deferred hit per call. Those of exit_to_user_mode()
+	 * come after the close and fall back (no saved run of this test).
+	 */
+	EXPECT_GE(c.deferred, (size_t)kCalls) << c.describe();
 }
 
 /* ---- E: x86_fpu:x86_fpu_regs_activated ----------------------------------- */
@@ -867,6 +877,9 @@ TEST(RightStack, ExecSplitsOldAndNewImageStacks)
 		   "the new image";
 	EXPECT_EQ(shared, 0u) << "cookies announced on both sides of an exec";
 	EXPECT_EQ(no_record, 0u);
+	/* Both tracepoints fire where requests are taken: the syscall's
+	 * entry and the new image's first entry (doc/kernel.md: exec) */
+	EXPECT_EQ(not_deferred, 0u) << "samples unwound in place";
 }
 
 /* ---- Exit storm ----------------------------------------------------------- */
