@@ -768,20 +768,9 @@ TEST(RightStack, ExecSplitsOldAndNewImageStacks)
 
 	/* The exec points, by time, and the image each one starts. */
 	std::vector<std::pair<uint64_t, int>> execs;
-	for (const perf::Record &r : s.records(0)) {
-		if (r.header.type != PERF_RECORD_COMM ||
-		    !(r.header.misc & PERF_RECORD_MISC_COMM_EXEC))
-			continue;
-		const char *comm = (const char *)r.bytes.data() + 16;
-		size_t clen = strnlen(comm, r.bytes.size() - 16);
-		size_t body_end = 16 + ((clen + 1 + 7) & ~(size_t)7);
-		perf::SampleId sid;
-		ASSERT_TRUE(perf::parse_sample_id(r, body_end,
-						  s.event(0).attr().sample_type,
-						  &sid, &err)) << err;
-		execs.push_back({ sid.time,
-				  std::string(comm, clen) == img[1].comm });
-	}
+	for (const session::Session::CommExec &c : s.comm_execs(0, &err))
+		execs.push_back({ c.time, c.comm == img[1].comm });
+	ASSERT_TRUE(err.empty()) << err;
 	std::map<uint64_t, std::vector<uint64_t>> recs;
 	for (const perf::DeferredCallchain &d : s.deferred(0, &err))
 		recs.emplace(d.cookie, d.ips);
