@@ -56,17 +56,22 @@ constexpr Expected kExpected[] = {
 	{ "misaligned", 1, 2 },
 };
 
-/* The address after the loop's syscall instruction: its entries' ip. */
+/*
+ * The address after the loop's system call (helpers/hostile_stack.c's
+ * asm: xor %eax,%eax; syscall, or mov $3,%eax; int $0x80): its entries'
+ * ip.
+ */
 uint64_t after_syscall(const std::string &path, const syms::Symbol &fn,
 		       bool compat)
 {
 	std::string f = work::read_file(path);
-	const char *insn = compat ? "\xcd\x80" : "\x0f\x05";
+	std::string insn = compat ? std::string("\xb8\x03\0\0\0\xcd\x80", 7) :
+				    std::string("\x31\xc0\x0f\x05", 4);
 	size_t end = std::min<size_t>(fn.file_offset + fn.size, f.size());
-	for (size_t off = fn.file_offset; off + 1 < end; off++)
-		if (f[off] == insn[0] && f[off + 1] == insn[1])
-			return fn.start + (off - fn.file_offset) + 2;
-	return 0;
+	size_t at = f.find(insn, fn.file_offset);
+	if (at == std::string::npos || at + insn.size() > end)
+		return 0;
+	return fn.start + (at - fn.file_offset) + insn.size();
 }
 
 /*
