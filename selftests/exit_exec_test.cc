@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <set>
 
 #include "lib/cookie_match.h"
@@ -84,14 +85,19 @@ void run_child(const char *what, const std::vector<std::string> &argv,
 	ASSERT_TRUE(s.match(&m, &err)) << err;
 	perf::MatchResult r = m.match();
 	/*
-	 * Entries whose samples were in cs_leaf's reads or its exit_group
-	 * (SIGKILL ends a read): the walk starts in cs_leaf.
+	 * Entries whose samples were in cs_leaf's reads or, in "exit" mode,
+	 * its exit_group (SIGKILL ends a read): the walk starts in cs_leaf.
+	 * An exec's second image exits through libc.
 	 */
+	bool exit_mode = std::find(argv.begin(), argv.end(), "exit") !=
+			 argv.end();
 	std::set<uint64_t> from_leaf;
 	for (const perf::Sample &sm : s.samples(0, &err)) {
 		perf::SplitChain c = perf::split_callchain(sm.callchain);
-		if (c.deferred && (known_chain::in_read(sm) ||
-				   known_chain::in_kernel_function(sm, "do_exit")))
+		if (c.deferred &&
+		    (known_chain::in_read(sm) ||
+		     (exit_mode &&
+		      known_chain::in_kernel_function(sm, "do_exit"))))
 			from_leaf.insert(c.cookie);
 	}
 	ASSERT_TRUE(err.empty()) << err;
