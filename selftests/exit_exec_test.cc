@@ -110,7 +110,10 @@ void run_child(const char *what, const std::vector<std::string> &argv,
 		size_t i = d.time > exec_at;
 		empty += d.ips.empty();
 		full[i] += img[i].full(d.ips);
-		bool ok = !d.ips.empty() && img[i].holds(d.ips[0]) &&
+		/* Not even the leaf in the other image */
+		bool other = img.size() > 1 && !d.ips.empty() &&
+			     img[!i].holds(d.ips[0]);
+		bool ok = img[i].leaf_ok(d.ips) && !other &&
 			  (!from_leaf.count(d.cookie) || img[i].full(d.ips));
 		if (!ok && !wrong++)
 			wrong_example = paths[i] + ": " +

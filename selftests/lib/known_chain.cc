@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "known_chain.h"
 
+#include <elf.h>
 #include <gtest/gtest.h>
 #include <string.h>
 #include <sys/wait.h>
 
+#include <fstream>
 #include <set>
 #include <vector>
 
@@ -28,10 +30,12 @@ bool Image::load(const std::string &path, std::string *err)
 		}
 		stack.push_back(*s);
 	}
+	char ident[EI_NIDENT] = {};
+	std::ifstream(path, std::ios::binary).read(ident, sizeof(ident));
+	compat = ident[EI_CLASS] == ELFCLASS32;
+	/* _init (no size) starts .init, before the IFUNC PLT's stubs */
 	lo = UINT64_MAX;
 	for (const syms::Symbol &s : symbols) {
-		if (!s.size)
-			continue;
 		lo = std::min(lo, s.start);
 		hi = std::max(hi, s.start + s.size);
 	}
@@ -85,7 +89,7 @@ void check_chain(const std::vector<uint64_t> &ips, const Image &img,
 			c->above_4g++;
 			break;
 		}
-	if ((ips.empty() || !img.holds(ips[0])) && !c->outside++)
+	if (!img.leaf_ok(ips) && !c->outside++)
 		c->first_outside = session::hex_chain(ips);
 	c->in_leaf += img.in_leaf(ips);
 	c->full += img.full(ips);

@@ -24,9 +24,19 @@ struct Image {
 	std::vector<syms::Symbol> symbols;
 	std::vector<syms::Symbol> stack; /* cs_leaf, cs_middle, cs_outer, main */
 	uint64_t lo = 0, hi = 0;	 /* from its first function to its last */
+	/*
+	 * An i386 build: its libc enters the kernel through the vDSO
+	 * (__kernel_vsyscall), so a chain's leaf may be there.
+	 */
+	bool compat = false;
 	/* False, with err set, when path lacks symbols or a known function. */
 	bool load(const std::string &path, std::string *err);
 	bool holds(uint64_t ip) const { return ip >= lo && ip < hi; }
+	/* ips may be a chain of this image's: its leaf is here (or vDSO) */
+	bool leaf_ok(const std::vector<uint64_t> &ips) const
+	{
+		return !ips.empty() && (compat || holds(ips[0]));
+	}
 	/* ips starts in cs_leaf. */
 	bool in_leaf(const std::vector<uint64_t> &ips) const;
 	/* ips starts with cs_leaf, cs_middle, cs_outer, main, in order. */
@@ -51,8 +61,8 @@ inline bool in_read(const perf::Sample &s)
  * where no address may be above 4 GiB) for 150 ms under a per-task
  * cpu-clock event, with deferred callchains or in-place ones, print what
  * its chains held and EXPECT every chain to start in the helper (but
- * `outside` of them) and every read's chain to hold cs_leaf, cs_middle,
- * cs_outer and main in order. before_exec, if given, is called with the
+ * `outside` of them; Image::leaf_ok) and every read's chain to hold
+ * cs_leaf, cs_middle, cs_outer and main in order. before_exec, if given, is called with the
  * helper's pid before it execs (to open more events on it); a negative
  * errno from it fails the test. Skips if the helper cannot run.
  */
