@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <map>
+#include <set>
 
 #include "lib/cookie_match.h"
 #include "lib/features.h"
@@ -274,6 +275,13 @@ TEST(Abi, DeferredRecordLayoutAndTrailer)
 		       samples.size(), first_announce.size(), records, bad);
 		EXPECT_GT(records, 0) << "no PERF_RECORD_CALLCHAIN_DEFERRED "
 					 "with trailer 0x" << std::hex << st;
+		/*
+		 * Every entry gets its record but the one disabling the
+		 * event, its own receiver (saved run: 349 of 350 cookies).
+		 */
+		EXPECT_GE(records + 1, (int)first_announce.size())
+			<< "cookies without a record, trailer 0x" << std::hex
+			<< st;
 	}
 }
 
@@ -289,8 +297,19 @@ TEST(Abi, DeferredRecordWithoutSampleIdAll)
 	auto recs = run.s.deferred(0, &err);
 	ASSERT_TRUE(err.empty()) << "record with trailing bytes without "
 				    "sample_id_all: " << err;
-	printf("# %zu records without a trailer\n", recs.size());
+	std::set<uint64_t> cookies;
+	for (const perf::Sample &sm : run.s.samples(0, &err)) {
+		perf::SplitChain c = perf::split_callchain(sm.callchain);
+		if (c.deferred)
+			cookies.insert(c.cookie);
+	}
+	ASSERT_TRUE(err.empty()) << err;
+	printf("# %zu records without a trailer, %zu cookies announced\n",
+	       recs.size(), cookies.size());
 	EXPECT_GT(recs.size(), 0u);
+	/* All but the disabling entry's, as with a trailer (saved run: 149
+	 * records) */
+	EXPECT_GE(recs.size() + 1, cookies.size());
 }
 
 TEST(Abi, MarkerAndCookieAreTheLastTwoEntries)
@@ -345,17 +364,10 @@ TEST(Abi, MarkerAndCookieAreTheLastTwoEntries)
 		       deferred, user_only, in_place, r.explained_fallbacks);
 		EXPECT_GT(deferred, 0);
 		/*
-		 * Only a sample taken after its entry's record was written is
-		 * unwound in place, with that record's stack.
+		 * cpu-clock samples are interrupts, none after the close:
+		 * nothing is refused (saved run: 0 of 151, 0 of 213).
 		 */
-		EXPECT_TRUE(r.unexplained_fallbacks.empty()) << r.describe();
-		/*
-		 * Samples taken while the callbacks write the record: 1-3 %
-		 * on the normal kernel, 13 % measured on the debug one, where
-		 * the output is slow. A third means deferral broke.
-		 */
-		EXPECT_LT(in_place * 3, total)
-			<< "more than a third of the samples unwound in place";
+		EXPECT_EQ(in_place, 0) << r.describe();
 	}
 }
 
@@ -382,8 +394,11 @@ TEST(Abi, NoRecordWithoutAPriorAnnounce)
 				     "without defer_output";
 	EXPECT_GT(r.records, 0u) << "no record in the defer_output dummy";
 	EXPECT_TRUE(r.orphans.empty()) << r.describe();
-	/* The last entry may still be open when the events stop. */
-	EXPECT_LE(r.unmatched.size(), 1u) << r.describe();
+	/*
+	 * The receiver is disabled after the sampler, so even the entry
+	 * that disables the sampler has its record (saved run: 0 of 99).
+	 */
+	EXPECT_TRUE(r.unmatched.empty()) << r.describe();
 	EXPECT_TRUE(r.duplicates.empty() && r.with_kernel_ip.empty() &&
 		    !r.bad_marker_samples) << r.describe();
 }

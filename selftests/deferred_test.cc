@@ -306,17 +306,23 @@ protected:
 		       shared, max_per_cookie, recs.size(), with_recursion,
 		       unmatched, disabling_.size());
 		EXPECT_GT(kernel_samples, 0) << "no deferred kernel sample";
-		EXPECT_TRUE(r.unexplained_fallbacks.empty())
-			<< r.unexplained_fallbacks.size() << " of "
-			<< r.fallback_samples << " samples unwound in place "
-			<< "without their entry's record before them";
-		/* See Abi.MarkerAndCookieAreTheLastTwoEntries */
-		EXPECT_LT(r.fallback_samples * 3, r.samples)
-			<< "more than a third of the samples unwound in place";
+		/*
+		 * cpu-clock samples are interrupts, and none comes after the
+		 * close: nothing is refused (saved run: 0 of 665).
+		 */
+		EXPECT_EQ(r.fallback_samples, 0u)
+			<< "samples unwound in place: " << r.describe();
 		EXPECT_GT(shared, 0)
 			<< "no kernel entry with several samples";
-		EXPECT_GT(with_recursion, 0) << "no record holding " << kDepth
-					     << " frames of deferred_recurse";
+		/*
+		 * Only the enable and the disable ioctl of each round are
+		 * entries outside the recursion (saved run: 19 of 21, 2
+		 * rounds).
+		 */
+		EXPECT_GE(with_recursion + 2 * disabling_.size(), recs.size())
+			<< "records without " << kDepth
+			<< " frames of deferred_recurse";
+		EXPECT_GT(with_recursion, 0);
 	}
 
 	/* Per-CPU records of sched_setaffinity() calls that move us. */

@@ -5,9 +5,11 @@
  * syscall, with a big mapping to tear down; SIGKILL in the middle of a
  * long read) or exec (64 -> 32 bit and 32 -> 64 bit). The kernel must
  * survive, and every cookie a sample announced must be delivered by a
- * record; samples that could not defer must carry their user chain in
- * place (the fallback) or none once the mm is gone. The counts say which
- * of the two this kernel does.
+ * record, before the task goes, never empty, walked in the image that
+ * ran (before or after the exec's COMM record): its leaf in that image,
+ * and for cs_leaf's reads and exit_group the known stack. Samples that
+ * could not defer must carry their user chain in place (the fallback) or
+ * none once the mm is gone.
  */
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -15,8 +17,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <set>
+
 #include "lib/cookie_match.h"
 #include "lib/features.h"
+#include "lib/known_chain.h"
 #include "lib/session.h"
 #include "lib/test_class.h"
 #include "lib/workload.h"
@@ -39,11 +45,20 @@ void run_child(const char *what, const std::vector<std::string> &argv,
 	for (const std::string &arg : argv)
 		if (arg[0] == '/')
 			SKIP_UNLESS_EXECUTABLE(arg, "helper program");
+	std::vector<std::string> paths = { argv[0] };
+	for (size_t i = 1; i + 1 < argv.size(); i++)
+		if (argv[i] == "exec")
+			paths.push_back(argv[i + 1]);
+	std::vector<known_chain::Image> img(paths.size());
+	std::string err;
+	for (size_t i = 0; i < paths.size(); i++)
+		ASSERT_TRUE(img[i].load(paths[i], &err)) << err;
 	work::Child child;
 	session::Session s;
 	session::Options o;
 	o.period = 200000;
 	o.pages = 256;
+	o.track = true; /* the COMM record of the exec splits the images */
 	int st = session::record_program(&s, &child, argv, o, kill_ms);
 	ASSERT_GE(st, 0) << argv[0] << ": " << strerror(-st);
 	if (session::exec_failed(st))
@@ -56,26 +71,71 @@ void run_child(const char *what, const std::vector<std::string> &argv,
 		ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
 			<< what << ": wait status 0x" << std::hex << st;
 
+	/* Records after the second image's COMM_EXEC are the new image's. */
+	uint64_t exec_at = UINT64_MAX;
+	if (paths.size() > 1) {
+		std::string comm = paths[1].substr(paths[1].rfind('/') + 1);
+		for (const auto &c : s.comm_execs(0, &err))
+			if (c.comm == comm.substr(0, 15))
+				exec_at = c.time;
+		ASSERT_TRUE(err.empty()) << err;
+		ASSERT_NE(exec_at, UINT64_MAX) << "no COMM_EXEC of " << comm;
+	}
 	perf::CookieMatcher m;
-	std::string err;
 	ASSERT_TRUE(s.match(&m, &err)) << err;
 	perf::MatchResult r = m.match();
-	size_t empty = 0, tail_announces = 0;
-	for (const perf::DeferredCallchain &d : s.deferred(0, &err))
-		empty += d.ips.empty();
-	/* Samples in the task's last entry (after its last record). */
+	/*
+	 * Entries whose samples were in cs_leaf's reads or, in "exit" mode,
+	 * its exit_group (SIGKILL ends a read): the walk starts in cs_leaf.
+	 * An exec's second image exits through libc.
+	 */
+	bool exit_mode = std::find(argv.begin(), argv.end(), "exit") !=
+			 argv.end();
+	std::set<uint64_t> from_leaf;
+	for (const perf::Sample &sm : s.samples(0, &err)) {
+		perf::SplitChain c = perf::split_callchain(sm.callchain);
+		if (c.deferred &&
+		    (known_chain::in_read(sm) ||
+		     (exit_mode &&
+		      known_chain::in_kernel_function(sm, "do_exit"))))
+			from_leaf.insert(c.cookie);
+	}
+	ASSERT_TRUE(err.empty()) << err;
+	size_t empty = 0, wrong = 0, tail_announces = 0;
+	std::vector<size_t> full(img.size());
+	std::string wrong_example;
 	uint64_t last_rec = 0;
-	for (const perf::Delivery &d : m.deliveries())
+	for (const perf::Delivery &d : m.deliveries()) {
 		last_rec = std::max(last_rec, d.time);
+		size_t i = d.time > exec_at;
+		empty += d.ips.empty();
+		full[i] += img[i].full(d.ips);
+		/* Not even the leaf in the other image */
+		bool other = img.size() > 1 && !d.ips.empty() &&
+			     img[!i].holds(d.ips[0]);
+		bool ok = img[i].leaf_ok(d.ips) && !other &&
+			  (!from_leaf.count(d.cookie) || img[i].full(d.ips));
+		if (!ok && !wrong++)
+			wrong_example = paths[i] + ": " +
+					session::hex_chain(d.ips);
+	}
+	/* Samples in the task's last entry (after its last record). */
 	for (const perf::Announce &a : m.announces())
 		tail_announces += a.time > last_rec;
 	printf("# %s: %zu samples: %zu deferred (%zu cookies, %zu delivered "
 	       "by a record, %zu records with nr 0), %zu unwound in place "
 	       "(fallback), %zu without a user part; %zu deferred samples "
-	       "after the last record; %zu unmatched\n",
+	       "after the last record; %zu unmatched; %zu records not in "
+	       "their image's known frames%s%s; records with cs_leaf, "
+	       "cs_middle, cs_outer, main:",
 	       what, r.samples, r.announcing_samples, r.announced, r.matched,
 	       empty, r.fallback_samples, r.no_user_samples, tail_announces,
-	       r.unmatched.size());
+	       r.unmatched.size(), wrong, wrong ? ", e.g. " : "",
+	       wrong_example.c_str());
+	for (size_t i = 0; i < img.size(); i++)
+		printf(" %zu in %s", full[i],
+		       paths[i].substr(paths[i].rfind('/') + 1).c_str());
+	printf("\n");
 	EXPECT_GT(r.samples, 0u) << "the child was never sampled";
 	EXPECT_TRUE(r.unmatched.empty())
 		<< "announced cookies without a record (the user stack of "
@@ -83,6 +143,19 @@ void run_child(const char *what, const std::vector<std::string> &argv,
 	EXPECT_TRUE(r.orphans.empty() && r.duplicates.empty() &&
 		    r.with_kernel_ip.empty() && !r.bad_marker_samples &&
 		    !r.lost) << r.describe();
+	/* Exit and exec answer from the stack still there: never empty */
+	EXPECT_EQ(empty, 0u) << "records with an empty chain";
+	EXPECT_EQ(wrong, 0u)
+		<< "records whose leaf is not in the image that ran, or, for "
+		   "a read or exit_group of cs_leaf, without cs_leaf, "
+		   "cs_middle, cs_outer, main; first: " << wrong_example;
+	/* Each image reads from cs_leaf for 80-100 ms */
+	for (size_t i = 0; i < img.size(); i++)
+		EXPECT_GT(full[i], 0u) << "no record of cs_leaf's stack in "
+				       << paths[i];
+	/* The last entry's records are written before the task goes */
+	EXPECT_EQ(tail_announces, 0u)
+		<< "samples after the task's last record";
 }
 
 TEST(ExitExec, ExitGroupAfterLongSyscall64)

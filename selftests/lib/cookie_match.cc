@@ -169,9 +169,8 @@ OrderResult CookieMatcher::check_next(size_t record_buffer) const
 				prev = *(j - 1);
 		}
 		/*
-		 * A sample between the entry's unwind (task_work) and the
-		 * return to user space still belongs to that entry: its
-		 * cookie is the one of the record just written.
+		 * A sample of the entry whose record was just written: not
+		 * a mismatch, counted apart (late) for the caller to judge.
 		 */
 		if (prev && prev->cookie == a.cookie) {
 			o.checked++;

@@ -59,7 +59,7 @@ struct OrderMismatch {
 struct OrderResult {
 	size_t checked = 0;  /* samples with a later record of their tid */
 	size_t trailing = 0; /* samples after the last record of their tid */
-	size_t late = 0; /* samples after their entry's record, same cookie */
+	size_t late = 0; /* samples after their entry's record: none due */
 	std::vector<OrderMismatch> mismatches;
 	std::string describe() const;
 };
@@ -114,10 +114,11 @@ public:
 	 * entry's record carries, and that record is written when the task
 	 * returns to user space, after the samples: so each sample's cookie
 	 * must be the cookie of the first record of the same tid in buffer
-	 * record_buffer whose time is at or after the sample's (or of the
-	 * last one before it, for a sample taken between the unwind and the
-	 * return to user space: counted as late). Needs
-	 * PERF_SAMPLE_TIME on every event, on one clock.
+	 * record_buffer whose time is at or after the sample's. A sample
+	 * with the cookie of the last record before it is counted as late:
+	 * the kernel writes the record at the close of the entry, so users
+	 * require none. Needs PERF_SAMPLE_TIME on every event, on one
+	 * clock.
 	 */
 	OrderResult check_next(size_t record_buffer) const;
 	const std::vector<Announce> &announces() const { return announces_; }

@@ -7,24 +7,67 @@
  */
 #pragma once
 
+#include <stdint.h>
 #include <sys/types.h>
 
 #include <functional>
 #include <string>
+#include <vector>
+
+#include "perf_event.h"
+#include "symbols.h"
 
 namespace known_chain {
+
+/* A build of helpers/compat_stack.c: its functions and the known stack. */
+struct Image {
+	std::vector<syms::Symbol> symbols;
+	std::vector<syms::Symbol> stack; /* cs_leaf, cs_middle, cs_outer, main */
+	uint64_t lo = 0, hi = 0;	 /* from its first function to its last */
+	/*
+	 * An i386 build: its libc enters the kernel through the vDSO
+	 * (__kernel_vsyscall), so a chain's leaf may be there.
+	 */
+	bool compat = false;
+	/* False, with err set, when path lacks symbols or a known function. */
+	bool load(const std::string &path, std::string *err);
+	bool holds(uint64_t ip) const { return ip >= lo && ip < hi; }
+	/* ips may be a chain of this image's: its leaf is here (or vDSO) */
+	bool leaf_ok(const std::vector<uint64_t> &ips) const
+	{
+		return !ips.empty() && (compat || holds(ips[0]));
+	}
+	/* ips starts in cs_leaf. */
+	bool in_leaf(const std::vector<uint64_t> &ips) const;
+	/* ips starts with cs_leaf, cs_middle, cs_outer, main, in order. */
+	bool full(const std::vector<uint64_t> &ips) const;
+};
+
+/* A frame of the sample's kernel chain is in kernel function fn. */
+bool in_kernel_function(const perf::Sample &s, const std::string &fn);
+
+/*
+ * The sample was taken in read(2) (ksys_read in its kernel chain): in
+ * these helpers, one of cs_leaf's reads, whose user stack is the known
+ * one from the leaf to main.
+ */
+inline bool in_read(const perf::Sample &s)
+{
+	return in_kernel_function(s, "ksys_read");
+}
 
 /*
  * Run helper `name` (a program in /selftests; compat: its 32-bit build,
  * where no address may be above 4 GiB) for 150 ms under a per-task
  * cpu-clock event, with deferred callchains or in-place ones, print what
- * its chains held and EXPECT at least 90% of the chains starting in
- * cs_leaf to continue with cs_middle, cs_outer and main. before_exec, if
- * given, is called with the helper's pid before it execs (to open more
- * events on it); a negative errno from it fails the test. Skips if the
- * helper cannot run.
+ * its chains held and EXPECT every chain to start in the helper (but
+ * `outside` of them; Image::leaf_ok) and every read's chain to hold
+ * cs_leaf, cs_middle, cs_outer and main in order. before_exec, if given, is called with the
+ * helper's pid before it execs (to open more events on it); a negative
+ * errno from it fails the test. Skips if the helper cannot run.
  */
 void check(const std::string &name, bool compat, bool deferred,
-	   const std::function<int(pid_t)> &before_exec = nullptr);
+	   const std::function<int(pid_t)> &before_exec = nullptr,
+	   int outside = 0);
 
 } // namespace known_chain

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -209,6 +210,29 @@ std::vector<perf::DeferredCallchain> Session::deferred(size_t i,
 					  err))
 			return {};
 		out.push_back(std::move(d));
+	}
+	return out;
+}
+
+std::vector<Session::CommExec> Session::comm_execs(size_t i,
+						  std::string *err) const
+{
+	std::vector<CommExec> out;
+	for (const perf::Record &r : records_[i]) {
+		if (r.header.type != PERF_RECORD_COMM ||
+		    !(r.header.misc & PERF_RECORD_MISC_COMM_EXEC) ||
+		    r.bytes.size() < 16)
+			continue;
+		/* header, pid, tid, then the comm padded to 8 bytes */
+		const char *comm = (const char *)r.bytes.data() + 16;
+		size_t clen = strnlen(comm, r.bytes.size() - 16);
+		size_t body_end = 16 + ((clen + 1 + 7) & ~(size_t)7);
+		perf::SampleId sid;
+		if (!perf::parse_sample_id(r, body_end,
+					   events_[i].attr().sample_type, &sid,
+					   err))
+			return {};
+		out.push_back({ sid.time, std::string(comm, clen) });
 	}
 	return out;
 }

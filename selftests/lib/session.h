@@ -99,6 +99,12 @@ public:
 	std::vector<perf::Sample> samples(size_t i, std::string *err) const;
 	std::vector<perf::DeferredCallchain> deferred(size_t i,
 						      std::string *err) const;
+	/* The PERF_RECORD_COMM of exec in buffer i (an event with track). */
+	struct CommExec {
+		uint64_t time = 0;
+		std::string comm;
+	};
+	std::vector<CommExec> comm_execs(size_t i, std::string *err) const;
 
 private:
 	std::vector<perf::Event> events_;
