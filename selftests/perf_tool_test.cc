@@ -307,6 +307,17 @@ std::vector<Sample> script(const std::string &data, bool merge, Result *res,
 	return parse_script(res->out);
 }
 
+/* The recording holds deferred callchain records (perf script, unmerged). */
+void expect_deferred_records(const std::string &data, const char *helper)
+{
+	Result raw;
+	int records = 0;
+	for (const auto &s : script(data, false, &raw, helper))
+		records += is_deferred_record(s);
+	EXPECT_GT(records, 0) << "no deferred callchain record in " << data
+			      << ": the user stacks were unwound in place";
+}
+
 void expect_merged_script(const char *helper, const char *tag)
 {
 	Result rec, res;
@@ -349,6 +360,12 @@ void expect_merged_script(const char *helper, const char *tag)
 	 * run: 0 kernel only of 253 and of 273) */
 	EXPECT_EQ(kernel_only, in_exit)
 		<< "samples outside do_exit without their user part" << res.err;
+	/*
+	 * Merged, a stack unwound in place looks the same: the file must
+	 * hold the records it was merged from (a kernel that refuses every
+	 * request writes none, and this test passed on it).
+	 */
+	expect_deferred_records(data, helper);
 }
 
 TEST(PerfTool, ScriptMergesDeferredUserStacks)
@@ -522,6 +539,8 @@ TEST(PerfTool, ReportShowsMergedCallGraph)
 	std::string data = record(kHelper, "report", &rec);
 	if (::testing::Test::HasFailure())
 		return;
+	/* The graph below must come from deferred records, not in place */
+	expect_deferred_records(data, kHelper);
 	std::vector<std::string> argv = {kPerf, "report", "-i", data,
 		"--stdio", "--no-children", "-g", "graph,0,callee",
 		"--comm", "known_stack"};
