@@ -119,12 +119,18 @@ struct Drain {
  * (a watermark of one byte: wakeup_events counts samples only, and a
  * switch record is no sample).
  */
-perf_event_attr switch_attr()
+perf_event_attr software(uint64_t config)
 {
 	perf_event_attr a{};
 	a.size = sizeof(a);
 	a.type = PERF_TYPE_SOFTWARE;
-	a.config = PERF_COUNT_SW_DUMMY;
+	a.config = config;
+	return a;
+}
+
+perf_event_attr switch_attr()
+{
+	perf_event_attr a = software(PERF_COUNT_SW_DUMMY);
 	a.context_switch = 1;
 	a.sample_id_all = 1;
 	a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
@@ -136,10 +142,7 @@ perf_event_attr switch_attr()
 /* A page fault on kCpu samples it and wakes the reader, for each fault. */
 perf_event_attr fault_attr()
 {
-	perf_event_attr a{};
-	a.size = sizeof(a);
-	a.type = PERF_TYPE_SOFTWARE;
-	a.config = PERF_COUNT_SW_PAGE_FAULTS;
+	perf_event_attr a = software(PERF_COUNT_SW_PAGE_FAULTS);
 	a.sample_period = 1;
 	a.sample_type = PERF_SAMPLE_TID;
 	a.wakeup_events = 1;
