@@ -114,11 +114,6 @@ struct Drain {
 	}
 };
 
-/*
- * Records every context switch of kCpu and wakes the reader for each
- * (a watermark of one byte: wakeup_events counts samples only, and a
- * switch record is no sample).
- */
 perf_event_attr software(uint64_t config)
 {
 	perf_event_attr a{};
@@ -128,6 +123,11 @@ perf_event_attr software(uint64_t config)
 	return a;
 }
 
+/*
+ * Records every context switch of kCpu and wakes the reader for each
+ * (a watermark of one byte: wakeup_events counts samples only, and a
+ * switch record is no sample).
+ */
 perf_event_attr switch_attr()
 {
 	perf_event_attr a = software(PERF_COUNT_SW_DUMMY);
