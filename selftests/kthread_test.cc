@@ -63,12 +63,19 @@ void stir(uring::Ring *ring, int fd)
 	}
 }
 
-/* The SQPOLL thread of this process, 0 if none. */
+/*
+ * The SQPOLL thread of this process, 0 if none. The thread names itself
+ * once it runs, which may be after io_uring_setup() returned: wait up to
+ * a second for it.
+ */
 pid_t sqpoll_thread()
 {
-	for (pid_t t : work::threads_of(getpid()))
-		if (work::task_info(t).comm.rfind("iou-sqp-", 0) == 0)
-			return t;
+	for (int i = 0; i < 100; i++) {
+		for (pid_t t : work::threads_of(getpid()))
+			if (work::task_info(t).comm.rfind("iou-sqp-", 0) == 0)
+				return t;
+		usleep(10000);
+	}
 	return 0;
 }
 
