@@ -315,11 +315,15 @@ protected:
 		EXPECT_GT(shared, 0)
 			<< "no kernel entry with several samples";
 		/*
-		 * Only the enable and the disable ioctl of each round are
-		 * entries outside the recursion (saved run: 19 of 21, 2
-		 * rounds).
+		 * Entries outside the recursion: the enable and the disable
+		 * ioctl of each round, and the interrupts of samples taken in
+		 * user mode, between the syscalls (saved runs: 19 of 21 with
+		 * the recursion in 2 rounds; 7 of 10 in 1 round with 11 user
+		 * mode samples on a loaded host).
 		 */
-		EXPECT_GE(with_recursion + 2 * disabling_.size(), recs.size())
+		size_t user_mode = r.announcing_samples - kernel_samples;
+		EXPECT_GE(with_recursion + 2 * disabling_.size() + user_mode,
+			  recs.size())
 			<< "records without " << kDepth
 			<< " frames of deferred_recurse";
 		EXPECT_GT(with_recursion, 0);
