@@ -89,10 +89,11 @@ void run_child(const char *what, const std::vector<std::string> &argv,
 	/*
 	 * Entries whose samples were in cs_leaf's reads or, in "exit" mode,
 	 * its exit_group (SIGKILL ends a read): the walk starts in cs_leaf.
-	 * An exec's second image exits through libc.
+	 * An exec's second image exits through libc; a killed child exits
+	 * from wherever SIGKILL found it.
 	 */
-	bool exit_mode = std::find(argv.begin(), argv.end(), "exit") !=
-			 argv.end();
+	bool exit_mode = reaches_leaf &&
+			 std::find(argv.begin(), argv.end(), "exit") != argv.end();
 	std::set<uint64_t> from_leaf;
 	for (const perf::Sample &sm : s.samples(0, &err)) {
 		perf::SplitChain c = perf::split_callchain(sm.callchain);
