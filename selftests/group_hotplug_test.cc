@@ -29,9 +29,6 @@
 namespace {
 
 constexpr int kCpu = 1;
-const std::string kOnline =
-	"/sys/devices/system/cpu/cpu" + std::to_string(kCpu) + "/online";
-
 perf_event_attr sw_attr(uint64_t config)
 {
 	perf_event_attr a{};
@@ -49,14 +46,6 @@ int open_on_cpu(uint64_t config, int group_fd)
 	return perf::open_event(&a, -1, kCpu, group_fd);
 }
 
-/* Puts kCpu back online whatever the test did. */
-struct OnlineGuard {
-	~OnlineGuard()
-	{
-		work::write_file(kOnline, "1");
-	}
-};
-
 /*
  * Open a leader on kCpu, optionally take kCpu offline and back, then
  * open a sibling into the leader: the sibling's fd or -errno. Closes
@@ -71,9 +60,9 @@ int join_after(bool hotplug)
 		return leader;
 	}
 	if (hotplug) {
-		EXPECT_TRUE(work::write_file(kOnline, "0"))
+		EXPECT_TRUE(work::set_cpu_online(kCpu, false))
 			<< "CPU " << kCpu << " offline: " << strerror(errno);
-		EXPECT_TRUE(work::write_file(kOnline, "1"))
+		EXPECT_TRUE(work::set_cpu_online(kCpu, true))
 			<< "CPU " << kCpu << " online: " << strerror(errno);
 	}
 	int sib = open_on_cpu(PERF_COUNT_SW_TASK_CLOCK, leader);
@@ -93,11 +82,11 @@ TEST(GroupHotplug, SiblingOfHotUnpluggedLeaderIsRefused)
 		SKIP_NOT_APPLICABLE("a kernel without the series lacks its fix of "
 				    "this 6.12 bug (make stress STRESS_ARGS="
 				    "--repro-only shows the bug there): " << why);
-	if (sysconf(_SC_NPROCESSORS_ONLN) <= kCpu ||
-	    access(kOnline.c_str(), W_OK) != 0)
-		SKIP_NOT_APPLICABLE("CPU " << kCpu << " cannot go offline here ("
-					   << kOnline << " not writable)");
-	OnlineGuard guard;
+	if (!work::cpu_hotpluggable(kCpu))
+		SKIP_NOT_APPLICABLE("CPU " << kCpu << " cannot go offline here "
+					   "(absent, or its online file is not "
+					   "writable)");
+	work::CpuBackOnline guard{ kCpu };
 
 	/* Control: the same join without a hotplug is accepted. */
 	int before = join_after(false);

@@ -46,19 +46,10 @@ namespace {
 constexpr int kCpu = 1;
 /* How long a healthy wakeup may take under TCG with KASAN: generous. */
 constexpr int kWakeupMs = 3000;
-const std::string kOnline =
-	"/sys/devices/system/cpu/cpu" + std::to_string(kCpu) + "/online";
-
-struct OnlineGuard {
-	~OnlineGuard()
-	{
-		work::write_file(kOnline, "1");
-	}
-};
-
 bool hotplug_cycle()
 {
-	return work::write_file(kOnline, "0") && work::write_file(kOnline, "1");
+	return work::set_cpu_online(kCpu, false) &&
+	       work::set_cpu_online(kCpu, true);
 }
 
 /* A mapped per-CPU event on kCpu; unmapped and closed by its owner. */
@@ -199,11 +190,11 @@ TEST(HotplugIrqWork, EventEnabledAfterHotUnplugStrandsNoIrqWork)
 		  "hot-unplug strands its irq_work on the dying CPU, and its "
 		  "close() spins in irq_work_sync() (make stress's hang)");
 	if (sysconf(_SC_NPROCESSORS_ONLN) <= kCpu + 1 ||
-	    access(kOnline.c_str(), W_OK) != 0)
-		SKIP_NOT_APPLICABLE("CPU " << kCpu << " cannot go offline here ("
-					   << kOnline << " not writable, or "
-					   "fewer than 3 CPUs)");
-	OnlineGuard guard;
+	    !work::cpu_hotpluggable(kCpu))
+		SKIP_NOT_APPLICABLE("CPU " << kCpu << " cannot go offline here "
+					   "(fewer than 3 CPUs, or its online "
+					   "file is not writable)");
+	work::CpuBackOnline guard{ kCpu };
 	/* Off kCpu: the test's own switches there are the idle ones. */
 	ASSERT_EQ(work::pin(0, 0), 0) << strerror(errno);
 

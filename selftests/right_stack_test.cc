@@ -425,6 +425,33 @@ extern "C" __attribute__((noinline)) long rs_entry_b(void)
 }
 
 /*
+ * Calls getppid from rs_entry_a and rs_entry_b in turn with the pair of
+ * buffers 0 (deferred) and 1 (in place) enabled, and compares them hit by
+ * hit; what names the events in the printed line.
+ */
+Compared run_getppid_pairs(session::Session *s, const char *what, int calls)
+{
+	s->enable();
+	for (int i = 0; i < calls; i++) {
+		if (i & 1)
+			rs_entry_a();
+		else
+			rs_entry_b();
+		if (i % 50 == 49)
+			s->drain();
+	}
+	s->disable();
+	s->drain();
+	std::string err;
+	Compared c = compare(*s, 0, 1, &err);
+	EXPECT_TRUE(err.empty()) << err;
+	printf("# %s, %d getppid from rs_entry_a and rs_entry_b in turn: %s\n",
+	       what, calls, c.describe().c_str());
+	expect_all_match(*s, c, calls);
+	return c;
+}
+
+/*
  * irq_enable fires on every kernel entry, in the exit to user space
  * included: after the task_work ran (refused, unwound in place) and after
  * the entry is forgotten (must get the next entry's cookie). The two
@@ -449,23 +476,7 @@ TEST(RightStack, IrqEnableDeferredChainIsTheInterruptedStack)
 	int r = open_tracepoint_pair(&s, id, 512);
 	ASSERT_EQ(r, 0) << "irq_enable: " << strerror(-r);
 	constexpr int kCalls = 300;
-	s.enable();
-	for (int i = 0; i < kCalls; i++) {
-		if (i & 1)
-			rs_entry_a();
-		else
-			rs_entry_b();
-		if (i % 50 == 49)
-			s.drain();
-	}
-	s.disable();
-	s.drain();
-	std::string err;
-	Compared c = compare(s, 0, 1, &err);
-	ASSERT_TRUE(err.empty()) << err;
-	printf("# preemptirq:irq_enable, %d getppid from rs_entry_a and "
-	       "rs_entry_b in turn: %s\n", kCalls, c.describe().c_str());
-	expect_all_match(s, c, kCalls);
+	Compared c = run_getppid_pairs(&s, "preemptirq:irq_enable", kCalls);
 	/*
 	 * Each getppid enables interrupts on its way in, before the close:
 	 * at least one deferred hit per call. Those of exit_to_user_mode()
@@ -539,33 +550,6 @@ TEST(RightStack, FpuRegsActivatedDeferredChainIsTheReturningStack)
  * (irqentry_nmi_enter()): requests from a kernel execute breakpoint or a
  * kprobe take the path of PMU samples on real hardware, which TCG has not.
  */
-extern "C" __attribute__((noinline)) long rs_nmi_a(void)
-{
-	long r = raw_syscall3(110 /* getppid */, 0, 0, 0);
-	rs_not_a_leaf();
-	return r;
-}
-
-extern "C" __attribute__((noinline)) long rs_nmi_b(void)
-{
-	long r = rs_nmi_a();
-	rs_not_a_leaf();
-	return r;
-}
-
-uint64_t kallsyms_addr(const std::string &name)
-{
-	std::istringstream in(work::read_file("/proc/kallsyms"));
-	std::string line;
-	while (std::getline(in, line)) {
-		std::istringstream f(line);
-		std::string addr, type, sym;
-		if (f >> addr >> type >> sym && sym == name)
-			return strtoull(addr.c_str(), nullptr, 16);
-	}
-	return 0;
-}
-
 /*
  * Opens the deferred event of attr a (buffer 0) and its in-place twin
  * (buffer 1) on this thread. Not a group (a breakpoint cannot join a
@@ -578,41 +562,10 @@ int open_attr_pair(session::Session *s, perf_event_attr a)
 	int r = s->open_attr(a, 0, -1, 256);
 	if (r)
 		return r;
-	/*
-	 * The same event without bits 38 and 39: a was made by make_attr()
-	 * from the default options, whose flags word is the same but for
-	 * the defer bits.
-	 */
-	session::Options o;
-	o.defer_callchain = o.defer_output = false;
-	perf_event_attr plain = session::make_attr(o);
-	memcpy(reinterpret_cast<char *>(&a) + perf_abi::kAttrFlagsOffset,
-	       reinterpret_cast<char *>(&plain) + perf_abi::kAttrFlagsOffset,
-	       sizeof(uint64_t));
+	/* The same event without bits 38 and 39 */
+	perf_abi::clear_attr_bit(&a, perf_abi::kDeferCallchainBit);
+	perf_abi::clear_attr_bit(&a, perf_abi::kDeferOutputBit);
 	return s->open_attr(a, 0, -1, 256);
-}
-
-void run_getppid_pairs(session::Session *s, const char *what, int calls)
-{
-	s->enable();
-	for (int i = 0; i < calls; i++) {
-		if (i & 1)
-			rs_nmi_a();
-		else
-			rs_nmi_b();
-		if (i % 50 == 49)
-			s->drain();
-	}
-	s->disable();
-	s->drain();
-	std::string err;
-	Compared c = compare(*s, 0, 1, &err);
-	ASSERT_TRUE(err.empty()) << err;
-	printf("# %s, %d getppid from rs_nmi_a and rs_nmi_b in turn: %s\n",
-	       what, calls, c.describe().c_str());
-	expect_all_match(*s, c, calls);
-	/* Nothing in the syscall refuses a request: every hit is deferred */
-	EXPECT_EQ(c.deferred, c.hits) << c.describe();
 }
 
 TEST(RightStack, KernelBreakpointDeferredChainIsTheCallingStack)
@@ -621,7 +574,9 @@ TEST(RightStack, KernelBreakpointDeferredChainIsTheCallingStack)
 		  "#DB) get their own entry's stack (doc/kernel.md: the right "
 		  "stack)");
 	SKIP_UNLESS_DEFER_CALLCHAIN();
-	uint64_t addr = kallsyms_addr("__x64_sys_getppid");
+	work::Kallsyms ks;
+	ks.load();
+	uint64_t addr = ks.addr("__x64_sys_getppid");
 	if (!addr)
 		SKIP_NOT_APPLICABLE("no __x64_sys_getppid in /proc/kallsyms");
 	session::Options o;
@@ -635,7 +590,10 @@ TEST(RightStack, KernelBreakpointDeferredChainIsTheCallingStack)
 	int r = open_attr_pair(&s, a);
 	ASSERT_EQ(r, 0) << "execute breakpoint at __x64_sys_getppid: "
 			<< strerror(-r);
-	run_getppid_pairs(&s, "execute breakpoint on __x64_sys_getppid", 200);
+	Compared c = run_getppid_pairs(
+		&s, "execute breakpoint on __x64_sys_getppid", 200);
+	/* Nothing in the syscall refuses a request: every hit is deferred */
+	EXPECT_EQ(c.deferred, c.hits) << c.describe();
 }
 
 TEST(RightStack, KprobeDeferredChainIsTheCallingStack)
@@ -673,7 +631,8 @@ TEST(RightStack, KprobeDeferredChainIsTheCallingStack)
 			<< strerror(-r);
 	std::string what = std::string("kprobe at ") + func + "+" +
 			   std::to_string(a.config2);
-	run_getppid_pairs(&s, what.c_str(), 200);
+	Compared c = run_getppid_pairs(&s, what.c_str(), 200);
+	EXPECT_EQ(c.deferred, c.hits) << c.describe();
 }
 
 /* ---- C: exec -------------------------------------------------------------- */

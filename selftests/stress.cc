@@ -486,13 +486,6 @@ void *long_reader(void *)
 	return nullptr;
 }
 
-bool cpu_online(int cpu, bool on)
-{
-	return work::write_file("/sys/devices/system/cpu/cpu" +
-					std::to_string(cpu) + "/online",
-				on ? "1" : "0");
-}
-
 void life_thread(unsigned seed)
 {
 	std::mt19937_64 rng(seed);
@@ -502,8 +495,7 @@ void life_thread(unsigned seed)
 		    cs32 = work::helper_path("compat_stack_32"),
 		    hs64 = work::helper_path("hostile_stack"),
 		    hs32 = work::helper_path("hostile_stack_32");
-	bool hotplug = g_ncpu > 1 &&
-		       access("/sys/devices/system/cpu/cpu1/online", W_OK) == 0;
+	bool hotplug = g_ncpu > 1 && work::cpu_hotpluggable(1);
 	unsigned step = 0;
 	name_tid(gettid(), "life");
 	while (running()) {
@@ -563,9 +555,9 @@ void life_thread(unsigned seed)
 			if (!hotplug)
 				break;
 			int cpu = 1 + rng() % (g_ncpu - 1);
-			bool off = cpu_online(cpu, false);
+			bool off = work::set_cpu_online(cpu, false);
 			usleep(5000 + rng() % 20000);
-			bool on = cpu_online(cpu, true);
+			bool on = work::set_cpu_online(cpu, true);
 			count("cpu-offline-online", off && on);
 			break;
 		}
@@ -602,7 +594,7 @@ void life_thread(unsigned seed)
 	}
 	if (hotplug)
 		for (int c = 1; c < g_ncpu; c++)
-			cpu_online(c, true);
+			work::set_cpu_online(c, true);
 }
 
 /* ---- the watch: cookie accounting ---- */

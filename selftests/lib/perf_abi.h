@@ -45,6 +45,13 @@ inline void set_attr_bit(perf_event_attr *attr, int bit)
 	*flags |= 1ULL << bit;
 }
 
+inline void clear_attr_bit(perf_event_attr *attr, int bit)
+{
+	auto *flags = reinterpret_cast<uint64_t *>(
+		reinterpret_cast<char *>(attr) + kAttrFlagsOffset);
+	*flags &= ~(1ULL << bit);
+}
+
 inline bool attr_bit(const perf_event_attr *attr, int bit)
 {
 	auto *flags = reinterpret_cast<const uint64_t *>(

@@ -291,6 +291,22 @@ long tracepoint_id(const std::string &name)
 	return -1;
 }
 
+static std::string cpu_online_path(int cpu)
+{
+	return "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/online";
+}
+
+bool cpu_hotpluggable(int cpu)
+{
+	return cpu < sysconf(_SC_NPROCESSORS_CONF) &&
+	       access(cpu_online_path(cpu).c_str(), W_OK) == 0;
+}
+
+bool set_cpu_online(int cpu, bool on)
+{
+	return write_file(cpu_online_path(cpu), on ? "1" : "0");
+}
+
 void Kallsyms::load()
 {
 	/* "ffffffff81000000 T _stext\t[module]": text symbols only. Plain
@@ -311,6 +327,14 @@ void Kallsyms::load()
 	}
 	fclose(f);
 	std::sort(addrs_.begin(), addrs_.end());
+}
+
+uint64_t Kallsyms::addr(const std::string &name) const
+{
+	for (const auto &[a, n] : addrs_)
+		if (n == name)
+			return a;
+	return 0;
 }
 
 std::string Kallsyms::name(uint64_t addr) const

@@ -104,6 +104,17 @@ std::map<pid_t, TaskInfo> all_tasks();
 /* The tids of process pid. */
 std::vector<pid_t> threads_of(pid_t pid);
 
+/* CPU hotplug through sysfs (root): whether cpu can go offline, and
+ * taking it offline or back; false (errno set) on failure. */
+bool cpu_hotpluggable(int cpu);
+bool set_cpu_online(int cpu, bool on);
+
+/* Puts a CPU back online whatever the test did to it. */
+struct CpuBackOnline {
+	int cpu;
+	~CpuBackOnline() { set_cpu_online(cpu, true); }
+};
+
 /* A tracepoint's id from tracefs ("syscalls/sys_enter_read"), or -1. */
 long tracepoint_id(const std::string &name);
 
@@ -112,6 +123,7 @@ class Kallsyms {
 public:
 	void load();
 	std::string name(uint64_t addr) const; /* "func+0x12" or "?" */
+	uint64_t addr(const std::string &name) const; /* 0 if absent */
 	bool empty() const { return addrs_.empty(); }
 
 private:
