@@ -748,6 +748,23 @@ std::vector<std::string> modes(const Plan &p, const Workload &w, int k)
 	return m;
 }
 
+/*
+ * The cost of a kernel entry that nothing traces: getppid in a loop, no
+ * event open. What the series adds to every return to user space (the
+ * close and the reset of the unwinder's entry state) shows here, next to
+ * the same loop on the base kernel (make bench KERNEL=<base tree>).
+ */
+void exit_path(int rep)
+{
+	constexpr long kCalls = 200000;
+	uint64_t t0 = work::now_ns();
+	for (long i = 0; i < kCalls; i++)
+		syscall(SYS_getppid);
+	uint64_t t1 = work::now_ns();
+	printf("bench-exitpath rep=%d calls=%ld ns_per_call=%.1f\n", rep,
+	       kCalls, (double)(t1 - t0) / kCalls);
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -799,6 +816,8 @@ int main(int argc, char **argv)
 	}
 	/* Repetitions outermost, modes innermost: drift hits all alike. */
 	int failed = 0, runs = 0;
+	for (int rep = 1; rep <= p.reps; rep++)
+		exit_path(rep);
 	for (int rep = 1; rep <= p.reps; rep++)
 		for (const Workload &w : p.workloads)
 			for (int k : p.ks)

@@ -39,11 +39,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -429,14 +431,12 @@ extern "C" __attribute__((noinline)) long rs_entry_b(void)
  * buffers 0 (deferred) and 1 (in place) enabled, and compares them hit by
  * hit; what names the events in the printed line.
  */
-Compared run_getppid_pairs(session::Session *s, const char *what, int calls)
+Compared run_pairs(session::Session *s, const char *what, int calls,
+		   const char *how, const std::function<void(int)> &call)
 {
 	s->enable();
 	for (int i = 0; i < calls; i++) {
-		if (i & 1)
-			rs_entry_a();
-		else
-			rs_entry_b();
+		call(i);
 		if (i % 50 == 49)
 			s->drain();
 	}
@@ -445,10 +445,16 @@ Compared run_getppid_pairs(session::Session *s, const char *what, int calls)
 	std::string err;
 	Compared c = compare(*s, 0, 1, &err);
 	EXPECT_TRUE(err.empty()) << err;
-	printf("# %s, %d getppid from rs_entry_a and rs_entry_b in turn: %s\n",
-	       what, calls, c.describe().c_str());
+	printf("# %s, %d %s: %s\n", what, calls, how, c.describe().c_str());
 	expect_all_match(*s, c, calls);
 	return c;
+}
+
+Compared run_getppid_pairs(session::Session *s, const char *what, int calls)
+{
+	return run_pairs(s, what, calls,
+			 "getppid from rs_entry_a and rs_entry_b in turn",
+			 [](int i) { i & 1 ? rs_entry_a() : rs_entry_b(); });
 }
 
 /*
@@ -596,17 +602,17 @@ TEST(RightStack, KernelBreakpointDeferredChainIsTheCallingStack)
 	EXPECT_EQ(c.deferred, c.hits) << c.describe();
 }
 
-TEST(RightStack, KprobeDeferredChainIsTheCallingStack)
+/*
+ * Opens a deferred (buffer 0) and an in-place (buffer 1) kprobe at the
+ * first instruction boundary past the entry of func; *what names it. Returns 0, -ENOENT without a kprobe PMU, or
+ * the error of the open.
+ */
+int open_kprobe_pair(session::Session *s, const char *func, std::string *what)
 {
-	EXTENSION("requests from NMI context (a kprobe's int3 past the "
-		  "function's entry) get their own entry's stack "
-		  "(doc/kernel.md: the right stack)");
-	SKIP_UNLESS_DEFER_CALLCHAIN();
 	std::string type = work::read_file(
 		"/sys/bus/event_source/devices/kprobe/type");
 	if (type.empty())
-		SKIP_NOT_APPLICABLE("no kprobe PMU (CONFIG_KPROBE_EVENTS)");
-	static const char func[] = "__x64_sys_getppid";
+		return -ENOENT;
 	session::Options o;
 	perf_event_attr a = session::make_attr(o);
 	a.type = atoi(type.c_str());
@@ -616,7 +622,6 @@ TEST(RightStack, KprobeDeferredChainIsTheCallingStack)
 	 * Past the entry: the first offset that is an instruction boundary
 	 * (the kprobe PMU refuses the others with EILSEQ).
 	 */
-	session::Session s;
 	int r = -EILSEQ;
 	uint64_t off;
 	for (off = 1; off < 16 && r == -EILSEQ; off++) {
@@ -624,14 +629,69 @@ TEST(RightStack, KprobeDeferredChainIsTheCallingStack)
 		session::Session t;
 		r = t.open_attr(a, 0, -1, 1);
 	}
-	ASSERT_EQ(r, 0) << "kprobe inside " << func << ": " << strerror(-r);
+	if (r)
+		return r;
 	a.config2 = off - 1;
-	r = open_attr_pair(&s, a);
-	ASSERT_EQ(r, 0) << "kprobe at " << func << "+" << a.config2 << ": "
-			<< strerror(-r);
-	std::string what = std::string("kprobe at ") + func + "+" +
-			   std::to_string(a.config2);
+	*what = std::string("kprobe at ") + func + "+" +
+		std::to_string(a.config2);
+	return open_attr_pair(s, a);
+}
+
+TEST(RightStack, KprobeDeferredChainIsTheCallingStack)
+{
+	EXTENSION("requests from NMI context (a kprobe's int3 past the "
+		  "function's entry) get their own entry's stack "
+		  "(doc/kernel.md: the right stack)");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	session::Session s;
+	std::string what;
+	int r = open_kprobe_pair(&s, "__x64_sys_getppid", &what);
+	if (r == -ENOENT)
+		SKIP_NOT_APPLICABLE("no kprobe PMU (CONFIG_KPROBE_EVENTS)");
+	ASSERT_EQ(r, 0) << what << ": " << strerror(-r);
 	Compared c = run_getppid_pairs(&s, what.c_str(), 200);
+	EXPECT_EQ(c.deferred, c.hits) << c.describe();
+}
+
+/* ---- G: an emulated vsyscall --------------------------------------------- */
+
+/*
+ * A legacy vsyscall: a call to a fixed address above the user limit,
+ * which the kernel emulates in its page fault handler, then rewrites the
+ * registers as if the call had returned. A sample taken during the
+ * emulation interrupted the instruction at that address: the in-place
+ * chain starts there, and so must the deferred one.
+ */
+constexpr uintptr_t kVsyscallGettimeofday = 0xffffffffff600000UL;
+
+extern "C" __attribute__((noinline)) long rs_vsyscall(void)
+{
+	struct timeval tv;
+	auto fn = (long (*)(struct timeval *, void *))kVsyscallGettimeofday;
+	long r = fn(&tv, nullptr);
+	rs_not_a_leaf();
+	return r;
+}
+
+TEST(RightStack, EmulatedVsyscallDeferredChainIsTheInterruptedStack)
+{
+	EXTENSION("an entry from an emulated vsyscall starts above the user "
+		  "limit: its deferred chain starts there too, as the in-place "
+		  "one does (doc/kernel.md: the right stack)");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	if (work::read_file("/proc/self/maps").find("[vsyscall]") ==
+	    std::string::npos)
+		SKIP_NOT_APPLICABLE("no vsyscall page (vsyscall=none)");
+	session::Session s;
+	std::string what;
+	int r = open_kprobe_pair(&s, "__x64_sys_gettimeofday", &what);
+	if (r == -ENOENT)
+		SKIP_NOT_APPLICABLE("no kprobe PMU (CONFIG_KPROBE_EVENTS)");
+	ASSERT_EQ(r, 0) << what << ": " << strerror(-r);
+	Compared c = run_pairs(&s, what.c_str(), 200,
+			       "vsyscall gettimeofday from rs_vsyscall",
+			       [](int) { rs_vsyscall(); });
+	/* Nothing in the emulation refuses a request: every hit deferred */
 	EXPECT_EQ(c.deferred, c.hits) << c.describe();
 }
 
@@ -1056,6 +1116,40 @@ char task_state(pid_t pid)
 }
 
 /*
+ * While the task is stopped: has the entry it stopped in been answered?
+ * The last sample in buffer i is the stop's own (or the blocked read's)
+ * and carries the entry's cookie; the record of that cookie must be in
+ * the buffer already, written before the task stopped, as upstream's
+ * callbacks do from the task_work that get_signal() runs first. A record
+ * held until the task resumes is lost to a recording that ends during
+ * the stop.
+ */
+bool stopped_entry_answered(session::Session &s, size_t i,
+			    std::string *err)
+{
+	uint64_t last = 0;
+	std::set<uint64_t> recorded;
+	uint64_t st = s.event(i).attr().sample_type;
+	bool id_all = s.event(i).attr().sample_id_all;
+	for (const perf::Record &r : s.records(i)) {
+		if (r.header.type == PERF_RECORD_SAMPLE) {
+			perf::Sample sm;
+			if (!perf::parse_sample(r, st, &sm, err))
+				return false;
+			perf::SplitChain c = perf::split_callchain(sm.callchain);
+			if (c.deferred)
+				last = c.cookie;
+		} else if (r.header.type == perf_abi::kRecordCallchainDeferred) {
+			perf::DeferredCallchain d;
+			if (!perf::parse_deferred(r, st, id_all, &d, err))
+				return false;
+			recorded.insert(d.cookie);
+		}
+	}
+	return last && recorded.count(last);
+}
+
+/*
  * A child blocked in a read is stopped and continued again and again,
  * by PTRACE_INTERRUPT and PTRACE_CONT (ptraced) or by SIGSTOP and SIGCONT:
  * its read returns for the stop, get_signal() runs the pending task_work
@@ -1096,7 +1190,8 @@ void stop_repeatedly(bool ptraced)
 	o.pages = 256;
 	int rr = s.open(o, pid, -1);
 	constexpr int kStops = 60;
-	int stops = 0;
+	int stops = 0, answered = 0;
+	std::string stop_err;
 	if (!rr) {
 		s.enable();
 		for (int i = 0; i < kStops; i++) {
@@ -1111,6 +1206,8 @@ void stop_repeatedly(bool ptraced)
 			    !WIFSTOPPED(st))
 				break;
 			stops++;
+			s.drain();
+			answered += stopped_entry_answered(s, 0, &stop_err);
 			if (ptraced ? ptrace(PTRACE_CONT, pid, 0, 0)
 				    : kill(pid, SIGCONT))
 				break;
@@ -1138,6 +1235,12 @@ void stop_repeatedly(bool ptraced)
 	       ord.describe().c_str());
 	EXPECT_EQ(stops, kStops);
 	EXPECT_EQ(s.lost(), 0u);
+	EXPECT_TRUE(stop_err.empty()) << stop_err;
+	printf("# %d of %d stops with the entry's record in the buffer while "
+	       "the task was stopped\n", answered, stops);
+	EXPECT_EQ(answered, stops)
+		<< "records held until the task resumes: a recording that "
+		   "ends during the stop loses them";
 	/*
 	 * About two per stop (the last read's block has no record yet); a
 	 * stop's sample unwound in place instead leaves about one per stop.

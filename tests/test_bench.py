@@ -287,3 +287,15 @@ def test_fallback_paths_are_summed_and_named(tmp_path):
     # Without a map the addresses stay as they are.
     assert "0xffffffff81002180" in bench.fallback_report(bench.parse(text), [])
     assert bench.fallback_report(bench.parse(""), []).startswith("no sample")
+
+
+def test_summary_gives_the_untraced_exit_path():
+    text = "\n".join(f"bench-exitpath rep={i} calls=200000 ns_per_call={v}"
+                     for i, v in ((1, "612.5"), (2, "580.0"), (3, "701.2")))
+    parsed = bench.parse(text)
+    assert [e["rep"] for e in parsed["exitpath"]] == [1, 2, 3]
+    assert bench.cover.exit_path(parsed) == [
+        "exit path: getppid without events 612 ns per call (median of 3; "
+        "580-701)"]
+    # Older runs have no such line: nothing is made up
+    assert bench.cover.exit_path(bench.parse("")) == []

@@ -30,7 +30,17 @@ def headline(parsed, rows):
                           if w is not None else "") +
             f"; overhead {i['overhead']:.2f} in place, "
             f"{d['overhead']:.2f} deferred")
-    return "\n".join(out + walk_costs(rows))
+    return "\n".join(out + walk_costs(rows) + exit_path(parsed))
+
+
+def exit_path(parsed):
+    """The untraced getppid loop: what every return to user space costs
+    (compare with make bench on the base tree)."""
+    ns = sorted(float(e["ns_per_call"]) for e in parsed.get("exitpath", []))
+    if not ns:
+        return []
+    return [f"exit path: getppid without events {ns[len(ns) // 2]:.0f} ns "
+            f"per call (median of {len(ns)}; {ns[0]:.0f}-{ns[-1]:.0f})"]
 
 
 def walk_costs(rows):

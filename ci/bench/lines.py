@@ -5,7 +5,7 @@ from vmtest.kvline import fields
 def parse(text):
     """The bench-* lines of a results log."""
     r = {"start": None, "feature": {}, "counters": {}, "workloads": [],
-         "runs": [], "end": None, "exit": None}
+         "runs": [], "exitpath": [], "end": None, "exit": None}
     for raw in text.splitlines():
         line = raw.strip()
         tag = line.split(" ", 1)[0]
@@ -20,6 +20,8 @@ def parse(text):
             r["workloads"].append(fields(line))
         elif tag == "bench-run":
             r["runs"].append(fields(line))
+        elif tag == "bench-exitpath":
+            r["exitpath"].append(fields(line))
         elif tag == "bench-fallback":
             r.setdefault("fallbacks", []).append(fields(line))
         elif tag == "bench-end":
