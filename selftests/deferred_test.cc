@@ -577,4 +577,59 @@ TEST_F(Deferred, ExitingTaskGetsItsRecord)
 		<< "the exiting child's record lacks its recursion";
 }
 
+/*
+ * A deferred sample's callchain holds the kernel context, the deferred
+ * context and the cookie: below three contexts per stack the kernel
+ * cannot store it, and perf must unwind in place (doc/kernel.md:
+ * fallbacks), not drop the user stack.
+ */
+TEST(DeferredFallback, TooFewContextsPerStackUnwindInPlace)
+{
+	EXTENSION("a sample that cannot defer gets the in-place user chain "
+		  "(doc/kernel.md: fallbacks)");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	long id = work::tracepoint_id("syscalls/sys_enter_getppid");
+	if (id < 0)
+		SKIP_NOT_APPLICABLE("no tracepoint syscalls/sys_enter_getppid");
+	const std::string knob =
+		"/proc/sys/kernel/perf_event_max_contexts_per_stack";
+	std::string saved = work::read_file(knob);
+	ASSERT_FALSE(saved.empty()) << knob;
+	constexpr size_t kCalls = 50;
+	size_t counts[2][3] = {}; /* [contexts 2, saved][deferred, user, none] */
+	for (int round = 0; round < 2; round++) {
+		ASSERT_TRUE(work::write_file(knob, round ? saved : "2\n"));
+		session::Options t;
+		t.type = PERF_TYPE_TRACEPOINT;
+		t.config = (uint64_t)id;
+		t.period = 1;
+		session::Session ts;
+		int r = ts.open(t, 0, -1);
+		if (r)
+			work::write_file(knob, saved);
+		ASSERT_EQ(r, 0) << strerror(-r);
+		ts.enable();
+		for (size_t i = 0; i < kCalls; i++)
+			syscall(SYS_getppid);
+		ts.disable();
+		ts.drain();
+		std::string err;
+		for (const perf::Sample &sm : ts.samples(0, &err)) {
+			perf::SplitChain c = perf::split_callchain(sm.callchain);
+			counts[round][c.deferred ? 0 : !c.user.empty() ? 1 : 2]++;
+		}
+		ASSERT_TRUE(err.empty()) << err;
+	}
+	ASSERT_TRUE(work::write_file(knob, saved));
+	printf("# %zu getppid with perf_event_max_contexts_per_stack=2: %zu "
+	       "deferred, %zu with an in-place user chain, %zu without; with "
+	       "%s: %zu, %zu, %zu\n", kCalls, counts[0][0], counts[0][1],
+	       counts[0][2], saved.substr(0, saved.find('\n')).c_str(),
+	       counts[1][0], counts[1][1], counts[1][2]);
+	/* Every call is sampled once; the knob decides how */
+	EXPECT_EQ(counts[0][1], kCalls);
+	EXPECT_EQ(counts[0][0] + counts[0][2], 0u);
+	EXPECT_EQ(counts[1][0], kCalls) << "the default must defer again";
+}
+
 } // namespace
