@@ -59,7 +59,7 @@ PERF_SRC   := $(abspath $(PERF_TREE))
 PERF_OUT   := $(BUILD)/out/$(if $(filter $(BUILD)/linux,$(PERF_SRC)),linux,$(notdir $(PERF_SRC))-$(shell echo $(PERF_SRC) | md5sum | cut -c1-6))/perf
 endif
 RUN_DIR    := $(OUT)/vmtest-$(CONFIG)
-# make bench: BENCH=quick|full, in a guest with one vCPU per host core
+# make bench: BENCH=quick|full|exitpath (only the untraced getppid loop), in a guest with one vCPU per host core
 # (SMP= overrides): timed runs under TCG do not share a core.
 BENCH      ?= full
 BENCH_SMP  := $(if $(filter command line,$(origin SMP)),$(SMP),$(shell nproc))

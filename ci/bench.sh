@@ -2,7 +2,7 @@
 # usage: bench.sh KOBJ INITRD OUT_DIR SMP PLAN
 #
 # make bench: boot the guest once running only selftests/bench with PLAN
-# (quick or full; qemu/init's vmtest.bench=), under the build lock so
+# (quick, full or exitpath; qemu/init's vmtest.bench=), under the build lock so
 # that no build shares the two cores with the timed runs, then judge,
 # tabulate and plot it (ci/bench/). Exit: 0 a whole run, 1 a broken
 # run or deferral over its limits, 2 usage.
@@ -11,9 +11,10 @@
 [ $# -eq 5 ] || die "usage: bench.sh KOBJ INITRD OUT_DIR SMP PLAN"
 kobj=$1 initrd=$2 dir=$3 smp=$4 plan=$5
 case $plan in
+exitpath) timeout=300 ;;
 quick) timeout=600 ;;
 full) timeout=1800 ;;
-*) die "BENCH=$plan: use BENCH=quick or BENCH=full" ;;
+*) die "BENCH=$plan: use BENCH=quick, BENCH=full or BENCH=exitpath" ;;
 esac
 t0=$SECONDS
 boot_guest "$kobj" "$initrd" "$dir" "$smp" "$timeout" --bench "$plan"

@@ -299,3 +299,27 @@ def test_summary_gives_the_untraced_exit_path():
         "580-701)"]
     # Older runs have no such line: nothing is made up
     assert bench.cover.exit_path(bench.parse("")) == []
+
+
+def test_an_exitpath_run_has_no_rows_and_prints_the_loop(tmp_path, capsys):
+    """BENCH=exitpath: the guest times only the untraced getppid loop."""
+    run = copy(SERIES, tmp_path)
+
+    def only_exitpath(text):
+        keep = []
+        for ln in text.splitlines():
+            if ln.startswith("bench-end"):
+                keep += [f"bench-exitpath rep={i} calls=200000 "
+                         f"ns_per_call={v}"
+                         for i, v in enumerate((900.0, 880.0, 910.0), 1)]
+                keep.append("bench-end runs=0 errors=0")
+            elif not ln.startswith(("bench-run", "bench-workload",
+                                    "bench-fallback")):
+                keep.append(ln)
+        return "\n".join(keep) + "\n"
+    rewrite(run, only_exitpath)
+    assert bench.main([run, "--no-plot"]) == 0
+    out = capsys.readouterr().out
+    assert "bench: exit path: getppid without events 900 ns per call" in out
+    with open(os.path.join(run, "summary.txt")) as f:
+        assert "exit path: getppid without events 900 ns" in f.read()

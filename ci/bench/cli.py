@@ -9,6 +9,7 @@ from vmtest import rundir
 
 from .chart import plot
 from .columns import table
+from .cover import exit_path
 from .judge import limit_failures, problems
 from .lines import parse
 from .model import MODES, aggregate
@@ -40,6 +41,8 @@ def main(argv=None):
           + "; walk counters: "
           + ", ".join(f"{k} {v}" for k, v in parsed["counters"].items()))
     print(table(rows))
+    for line in exit_path(parsed):
+        print(f"bench: {line}")
 
     syms = []
     if a.system_map and os.path.exists(a.system_map):
