@@ -144,9 +144,11 @@ TEST(Cookie, SharedByAllSamplesAndEventsOfOneEntry)
 	       o.describe().c_str(), multi, multi_event);
 	EXPECT_GT(o.checked, 0u) << "no sample followed by a record";
 	/*
-	 * The callbacks run at the close, interrupts off until user space:
-	 * no sample of an entry comes after its record (saved run, before
-	 * the callbacks moved there: 68 of 1109).
+	 * A sample taken after its entry's record gets the record again
+	 * after it (the callbacks run again) or, past the exit to user mode
+	 * loop or during the callbacks, is unwound in place: no sample of
+	 * an entry is followed by no record of it (a saved run of the series
+	 * that refused nothing after the record: 68 of 1109 late).
 	 */
 	EXPECT_EQ(o.late, 0u) << "samples after their entry's record: "
 			      << o.describe();

@@ -601,7 +601,7 @@ void life_thread(unsigned seed)
 
 struct Accounting {
 	uint64_t samples = 0, announced = 0, delivered = 0, matched = 0,
-		 duplicates = 0, fallback = 0, no_user = 0, bad_marker = 0,
+		 fallback = 0, no_user = 0, bad_marker = 0,
 		 kernel_ips = 0, lost = 0, parse_errors = 0;
 	/* kernel_ips split by where the user chain was: a sample's own
 	 * (unwound in place, at the sample) or a deferred record's */
@@ -610,6 +610,8 @@ struct Accounting {
 	std::vector<std::string> kernel_ip_lines;
 	struct State {
 		bool announced = false, delivered = false;
+		/* Samples announcing it, and its records */
+		uint32_t samples = 0, records = 0;
 		/* The first announcing sample: perf time, CPU, buffer */
 		double t = 0;
 		uint32_t cpu = 0, buf = 0;
@@ -628,6 +630,7 @@ struct Accounting {
 		      uint32_t cpu = 0, uint32_t buf = 0)
 	{
 		auto &s = open[{ cookie, tid }];
+		s.samples++;
 		if (s.announced)
 			return;
 		s.announced = true;
@@ -642,10 +645,9 @@ struct Accounting {
 	{
 		auto key = std::make_pair(cookie, tid);
 		auto &s = open[key];
-		if (s.delivered) {
-			duplicates++;
+		s.records++;
+		if (s.delivered)
 			return;
-		}
 		s.delivered = true;
 		delivered++;
 		if (s.announced)
@@ -656,6 +658,22 @@ struct Accounting {
 		uint64_t n = 0;
 		for (auto &kv : open)
 			n += kv.second.announced && !kv.second.delivered;
+		return n;
+	}
+	/*
+	 * Records beyond what the entry's samples asked for: the callbacks
+	 * run again only for a sample taken after they ran, so an entry
+	 * has at most one record per sample (buffers are drained in any
+	 * order, so the times are not compared).
+	 */
+	uint64_t duplicates() const
+	{
+		uint64_t n = 0;
+		for (auto &kv : open) {
+			uint32_t may = std::max<uint32_t>(kv.second.samples, 1);
+			n += kv.second.records > may ?
+				     kv.second.records - may : 0;
+		}
 		return n;
 	}
 	uint64_t orphans() const
@@ -1265,7 +1283,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)acc.matched,
 	       (unsigned long long)acc.unmatched(),
 	       (unsigned long long)acc.orphans(),
-	       (unsigned long long)acc.duplicates,
+	       (unsigned long long)acc.duplicates(),
 	       (unsigned long long)acc.fallback,
 	       (unsigned long long)acc.no_user,
 	       (unsigned long long)acc.bad_marker,

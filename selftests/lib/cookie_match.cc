@@ -68,6 +68,25 @@ bool CookieMatcher::add_buffer(size_t buffer, const std::vector<Record> &recs,
 	return true;
 }
 
+/*
+ * A kernel entry's record may come again in a buffer: the callbacks run
+ * again for a sample taken after they ran (the task scheduled or stopped
+ * on its way out), so that a record follows that sample. Record d after
+ * prev (the n-th of its key in its buffer) is such an answer if a sample
+ * of the key came between the two; without times, if the key has more
+ * samples than records so far.
+ */
+static bool answers_again(const std::vector<uint64_t> &sample_times,
+			  const Delivery *prev, const Delivery &d, size_t n)
+{
+	if (!d.time || !prev->time)
+		return sample_times.size() > n;
+	for (uint64_t t : sample_times)
+		if (t > prev->time && t <= d.time)
+			return true;
+	return false;
+}
+
 MatchResult CookieMatcher::match() const
 {
 	using Key = std::pair<uint64_t, uint32_t>;
@@ -81,12 +100,16 @@ MatchResult CookieMatcher::match() const
 	m.bad_marker_samples = bad_marker_;
 
 	std::map<Key, const Announce *> first; /* earliest announce per key */
+	std::map<Key, std::vector<uint64_t>> announced_at; /* their times */
 	for (const Announce &a : announces_) {
 		auto [it, fresh] = first.emplace(Key{ a.cookie, a.tid }, &a);
 		if (!fresh && a.time < it->second->time)
 			it->second = &a;
+		announced_at[{ a.cookie, a.tid }].push_back(a.time);
 	}
-	std::set<std::pair<Key, size_t>> seen;
+	/* The last record per key and buffer, and how many so far */
+	std::map<std::pair<Key, size_t>, std::pair<const Delivery *, size_t>>
+		last;
 	for (const Delivery &d : deliveries_) {
 		Key k{ d.cookie, d.tid };
 		m.by_key[k].push_back(d);
@@ -94,8 +117,11 @@ MatchResult CookieMatcher::match() const
 		/* Times are 0 without PERF_SAMPLE_TIME: then any order goes. */
 		if (it == first.end() || (d.time && it->second->time > d.time))
 			m.orphans.push_back(d);
-		if (!seen.insert({ k, d.buffer }).second)
+		auto &[prev, n] = last[{ k, d.buffer }];
+		if (prev && !answers_again(announced_at[k], prev, d, n))
 			m.duplicates.push_back(d);
+		prev = &d;
+		n++;
 		if (d.kernel_ip)
 			m.with_kernel_ip.push_back(d);
 	}
@@ -169,10 +195,12 @@ OrderResult CookieMatcher::check_next(size_t record_buffer) const
 				prev = *(j - 1);
 		}
 		/*
-		 * A sample of the entry whose record was just written: not
-		 * a mismatch, counted apart (late) for the caller to judge.
+		 * A sample of the entry whose record was just written, and
+		 * that no record of its entry follows: not a mismatch,
+		 * counted apart (late) for the caller to judge.
 		 */
-		if (prev && prev->cookie == a.cookie) {
+		if (prev && prev->cookie == a.cookie &&
+		    !(next && next->cookie == a.cookie)) {
 			o.checked++;
 			o.late++;
 			continue;

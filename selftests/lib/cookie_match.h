@@ -70,7 +70,11 @@ struct MatchResult {
 	size_t announced = 0, matched = 0;
 	std::vector<Announce> unmatched;  /* announced, no record anywhere */
 	std::vector<Delivery> orphans;    /* record with no earlier announce */
-	std::vector<Delivery> duplicates; /* a 2nd record in the same buffer */
+	/*
+	 * A record of an entry that came again in the same buffer with no
+	 * sample of the entry since its previous one (answers_again()).
+	 */
+	std::vector<Delivery> duplicates;
 	std::vector<Delivery> with_kernel_ip;
 	uint64_t lost = 0;
 	/* Samples without the deferred marker: with a user part unwound in
@@ -111,14 +115,13 @@ public:
 	MatchResult match() const;
 	/*
 	 * Within one kernel entry every sample announces the cookie that the
-	 * entry's record carries, and that record is written when the task
-	 * returns to user space, after the samples: so each sample's cookie
-	 * must be the cookie of the first record of the same tid in buffer
-	 * record_buffer whose time is at or after the sample's. A sample
-	 * with the cookie of the last record before it is counted as late:
-	 * the kernel writes the record at the close of the entry, so users
-	 * require none. Needs PERF_SAMPLE_TIME on every event, on one
-	 * clock.
+	 * entry's record carries, and a record of the entry is written after
+	 * each sample (again, if the sample came after the entry's first
+	 * record): so each sample's cookie must be the cookie of the first
+	 * record of the same tid in buffer record_buffer whose time is at or
+	 * after the sample's. A sample with the cookie of the last record
+	 * before it and none after it is counted as late: users require
+	 * none. Needs PERF_SAMPLE_TIME on every event, on one clock.
 	 */
 	OrderResult check_next(size_t record_buffer) const;
 	const std::vector<Announce> &announces() const { return announces_; }

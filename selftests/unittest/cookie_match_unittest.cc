@@ -151,6 +151,31 @@ TEST(Matcher, ReportsUnmatchedOrphanDuplicateAndKernelIps)
 	EXPECT_EQ(r.lost, 2u);
 }
 
+/*
+ * The callbacks run again for a sample taken after the entry's record:
+ * its second record answers that sample and is no duplicate, and the
+ * sample is not late. A record again without such a sample still is.
+ */
+TEST(Matcher, ARecordAgainAfterALaterSampleIsNoDuplicate)
+{
+	perf::CookieMatcher m;
+	std::string err;
+	ASSERT_TRUE(m.add_buffer(0, {
+		sample(12, 5, 0, 0x300),
+		deferred(12, 6, 0, 0x300, { 0x401000 }),
+		sample(12, 7, 0, 0x300),               /* after the record */
+		deferred(12, 8, 0, 0x300, { 0x401000 }), /* answers it */
+		deferred(12, 9, 0, 0x300, { 0x401000 }), /* answers nothing */
+	}, kType, true, &err)) << err;
+	perf::MatchResult r = m.match();
+	ASSERT_EQ(r.duplicates.size(), 1u) << r.describe();
+	EXPECT_EQ(r.duplicates[0].time, 9u);
+	perf::OrderResult o = m.check_next(0);
+	EXPECT_EQ(o.late, 0u) << o.describe();
+	EXPECT_EQ(o.checked, 2u) << o.describe();
+	EXPECT_TRUE(o.mismatches.empty()) << o.describe();
+}
+
 TEST(Matcher, SameCookieDifferentTidIsNotAMatch)
 {
 	perf::CookieMatcher m;
