@@ -332,6 +332,8 @@ struct Result {
 	uint64_t inplace_excess = 0;
 	/* Tagged entries none of whose samples carries a cookie. */
 	uint64_t fallback_entries = 0;
+	/* Records of an entry again with no sample of it since the last */
+	uint64_t unearned_records = 0;
 	int64_t walks_inplace = -1, walks_deferred = -1;
 	int64_t walk_ns = -1;	  /* walktime: median time of one walk */
 	uint64_t walks_timed = 0; /* walktime: walks with both probes */
@@ -553,6 +555,15 @@ void account(const session::Session &s, pid_t pid, Result *res)
 		res->unmatched += !records.count(k);
 	for (const Key &k : records)
 		res->orphan_records += !cookies.count(k);
+	/*
+	 * A record again for an entry (the callbacks ran again for a sample
+	 * taken after they ran) must answer such a sample: the matcher's
+	 * duplicates are those that do not.
+	 */
+	perf::CookieMatcher m;
+	std::string err;
+	if (s.match(&m, &err))
+		res->unearned_records = m.match().duplicates.size();
 	if (!frames.empty()) {
 		std::sort(frames.begin(), frames.end());
 		res->user_frames = frames[frames.size() / 2];
@@ -701,7 +712,7 @@ void print_run(const Workload &w, int k, const std::string &mode, int rep,
 	       "other_samples=%llu lost=%llu walks_inplace=%lld "
 	       "walks_deferred=%lld receivers=%d nevents=%d user_frames=%llu "
 	       "inplace_samples=%llu inplace_excess=%llu fallback_entries=%llu "
-	       "walk_ns=%lld walks_timed=%llu\n",
+	       "walk_ns=%lld walks_timed=%llu unearned_records=%llu\n",
 	       (unsigned long long)r.wall_ns, (unsigned long long)r.made,
 	       (unsigned long long)r.samples,
 	       (unsigned long long)r.sample_bytes,
@@ -718,7 +729,8 @@ void print_run(const Workload &w, int k, const std::string &mode, int rep,
 	       (unsigned long long)r.inplace_samples,
 	       (unsigned long long)r.inplace_excess,
 	       (unsigned long long)r.fallback_entries, (long long)r.walk_ns,
-	       (unsigned long long)r.walks_timed);
+	       (unsigned long long)r.walks_timed,
+	       (unsigned long long)r.unearned_records);
 
 	/*
 	 * The kernel paths of the fallback samples, most frequent first:

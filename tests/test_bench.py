@@ -177,21 +177,42 @@ def test_a_new_taint_fails(tmp_path, capsys):
 
 
 def test_deferral_over_its_limit_fails(tmp_path, capsys):
-    """Two records for every entry: the dedup property is broken."""
+    """Records again that answer no sample: the dedup property is broken
+    (a record again is fine only after a later sample of its entry)."""
     run = copy(SERIES, tmp_path)
 
-    def double(text):
+    def unearned(text):
         out = []
         for line in text.splitlines():
             if line.startswith("bench-run") and "mode=deferred" in line:
                 f = kvline.fields(line)
                 line = line.replace(f"records={f['records']} ",
                                     f"records={2 * f['records']} ")
+                line += f" unearned_records={f['records']}"
             out.append(line)
         return "\n".join(out) + "\n"
-    rewrite(run, double)
+    rewrite(run, unearned)
     assert bench.main([run, "--no-plot"]) == 1
-    assert "deferred records per entry" in capsys.readouterr().out
+    assert "deferred records again that answer no sample" in \
+        capsys.readouterr().out
+
+
+def test_records_again_that_answer_samples_pass(tmp_path, capsys):
+    """More than one record per entry, each answering a later sample."""
+    run = copy(SERIES, tmp_path)
+
+    def again(text):
+        out = []
+        for line in text.splitlines():
+            if line.startswith("bench-run") and "mode=deferred" in line:
+                f = kvline.fields(line)
+                line = line.replace(f"records={f['records']} ",
+                                    f"records={f['records'] + 3} ")
+                line += " unearned_records=0"
+            out.append(line)
+        return "\n".join(out) + "\n"
+    rewrite(run, again)
+    assert bench.main([run, "--no-plot"]) == 0
 
 
 def test_fields_parses_numbers_and_words():

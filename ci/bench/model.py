@@ -89,6 +89,8 @@ def aggregate(parsed):
             m["user_frames"] = median([r["user_frames"] for r in ok])
             m["unmatched"] = sum(r["unmatched"] for r in ok)
             m["orphan_records"] = sum(r["orphan_records"] for r in ok)
+            m["unearned_records"] = sum(r.get("unearned_records", 0)
+                                        for r in ok)
             m["untagged"] = sum(r["untagged"] for r in ok)
             m["tags_vs_cookies"] = sum(r["entries"] - r["cookies"]
                                        for r in ok)
