@@ -662,7 +662,7 @@ TEST(RightStack, KprobeDeferredChainIsTheCallingStack)
  * emulation interrupted the instruction at that address: the in-place
  * chain starts there, and so must the deferred one.
  */
-constexpr uintptr_t kVsyscallGettimeofday = 0xffffffffff600000UL;
+constexpr uintptr_t kVsyscallGettimeofday = perf_abi::kVsyscallPage;
 
 extern "C" __attribute__((noinline)) long rs_vsyscall(void)
 {

@@ -53,6 +53,9 @@ bool CookieMatcher::add_buffer(size_t buffer, const std::vector<Record> &recs,
 			v.ips = d.ips;
 			v.index = index;
 			for (uint64_t ip : d.ips) {
+				if (&ip == &d.ips[0] &&
+				    perf_abi::is_vsyscall_address(ip))
+					continue;
 				v.kernel_ip |= perf_abi::is_kernel_address(ip);
 				v.noncanonical += ip >= perf_abi::kUserLimit &&
 						  !perf_abi::is_kernel_address(ip);

@@ -38,6 +38,18 @@ inline bool is_kernel_address(uint64_t ip)
 	return ip >= kKernelStart;
 }
 
+/*
+ * The legacy vsyscall page: above the user limit, yet user code runs
+ * there when the kernel emulates a vsyscall. A chain of a sample taken
+ * then starts there (its first entry only), in place and deferred alike.
+ */
+constexpr uint64_t kVsyscallPage = 0xffffffffff600000ULL;
+
+inline bool is_vsyscall_address(uint64_t ip)
+{
+	return (ip & ~0xfffULL) == kVsyscallPage;
+}
+
 inline void set_attr_bit(perf_event_attr *attr, int bit)
 {
 	auto *flags = reinterpret_cast<uint64_t *>(

@@ -244,6 +244,22 @@ TEST(Matcher, KernelHalfIsKernelNonCanonicalIsJunk)
 	EXPECT_EQ(r.with_kernel_ip[0].cookie, 0x200u);
 }
 
+/* An emulated vsyscall's address starts a chain; nowhere else is it user */
+TEST(Matcher, VsyscallPageOnlyAsTheFirstEntry)
+{
+	perf::CookieMatcher m;
+	std::string err;
+	ASSERT_TRUE(m.add_buffer(0, {
+		sample(10, 1, 0, 0x100),
+		deferred(10, 2, 0, 0x100, { 0xffffffffff600000ULL, 0x401000 }),
+		sample(10, 3, 0, 0x200),
+		deferred(10, 4, 0, 0x200, { 0x401000, 0xffffffffff600000ULL }),
+	}, kType, true, &err)) << err;
+	perf::MatchResult r = m.match();
+	ASSERT_EQ(r.with_kernel_ip.size(), 1u) << r.describe();
+	EXPECT_EQ(r.with_kernel_ip[0].cookie, 0x200u);
+}
+
 TEST(Order, EachSampleCarriesTheNextRecordsCookie)
 {
 	perf::CookieMatcher m;
