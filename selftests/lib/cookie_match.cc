@@ -52,9 +52,10 @@ bool CookieMatcher::add_buffer(size_t buffer, const std::vector<Record> &recs,
 				    buffer, d.ips.size(), false };
 			v.ips = d.ips;
 			v.index = index;
-			for (uint64_t ip : d.ips) {
-				if (&ip == &d.ips[0] &&
-				    perf_abi::is_vsyscall_address(ip))
+			for (size_t i = 0; i < d.ips.size(); i++) {
+				uint64_t ip = d.ips[i];
+
+				if (!i && perf_abi::is_vsyscall_address(ip))
 					continue;
 				v.kernel_ip |= perf_abi::is_kernel_address(ip);
 				v.noncanonical += ip >= perf_abi::kUserLimit &&
