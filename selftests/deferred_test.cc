@@ -307,11 +307,17 @@ protected:
 		       unmatched, disabling_.size());
 		EXPECT_GT(kernel_samples, 0) << "no deferred kernel sample";
 		/*
-		 * cpu-clock samples are interrupts, and none comes after the
-		 * close: nothing is refused (saved run: 0 of 665).
+		 * cpu-clock samples are interrupts: one that lands while the
+		 * entry's callbacks run is refused and unwound in place, with
+		 * the stack of the entry's record next to it; no other is
+		 * (last run: 2 of 424, both next to their record; the series
+		 * that ran the callbacks at the close: 0 of 665).
 		 */
-		EXPECT_EQ(r.fallback_samples, 0u)
+		EXPECT_TRUE(r.unexplained_fallbacks.empty())
 			<< "samples unwound in place: " << r.describe();
+		EXPECT_LE(r.fallback_samples * 20, r.samples)
+			<< "more than 5% of the samples unwound in place: "
+			<< r.describe();
 		EXPECT_GT(shared, 0)
 			<< "no kernel entry with several samples";
 		/*
