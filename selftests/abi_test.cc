@@ -364,10 +364,14 @@ TEST(Abi, MarkerAndCookieAreTheLastTwoEntries)
 		       deferred, user_only, in_place, r.explained_fallbacks);
 		EXPECT_GT(deferred, 0);
 		/*
-		 * cpu-clock samples are interrupts, none after the close:
-		 * nothing is refused (saved run: 0 of 151, 0 of 213).
+		 * cpu-clock samples are interrupts: one that lands while the
+		 * entry's callbacks run is refused and unwound in place, next
+		 * to its entry's record; no other is (last run: 2 of 184
+		 * and 0 of 216, both next to their record; with the callbacks
+		 * at the close: 0 of 151 and 0 of 213).
 		 */
-		EXPECT_EQ(in_place, 0) << r.describe();
+		EXPECT_TRUE(r.unexplained_fallbacks.empty()) << r.describe();
+		EXPECT_LE(in_place * 20, total) << r.describe();
 	}
 }
 
