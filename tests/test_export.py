@@ -1,5 +1,6 @@
 """make export: patches/ regenerated from the work tree, without churn."""
 import os
+import re
 import subprocess
 
 from test_apply import ENV, git, kernel_tree
@@ -143,3 +144,23 @@ def test_export_refuses_a_fix_out_of_place(tmp_path):
     assert r.returncode == 2
     assert "no commit 'perf: Fix x, reworded'" in r.stderr
     assert snapshot(out) == before
+
+
+def test_the_fixes_list_and_cover_letter_match_patches_fixes():
+    """ci/fixes.txt names exactly the patches of patches/fixes/, in order,
+    and the fixes' cover letter has one numbered paragraph per fix: a
+    fix added to the tree and the list must be described there too."""
+    r = subprocess.run(
+        ["bash", "-c", '. ci/lib.sh && for p in $(series_files fixes); do '
+         'patch_subject "$p"; done && sed -e "/^#/d" -e "/^[[:space:]]*$/d" '
+         '"$FIXES_LIST"'], cwd=ROOT, capture_output=True, text=True,
+        check=True, env={k: v for k, v in os.environ.items()
+                         if k not in ("VMTEST_PATCHES", "VMTEST_FIXES")})
+    lines = r.stdout.splitlines()
+    patches, listed = lines[:len(lines) // 2], lines[len(lines) // 2:]
+    assert patches and patches == listed
+    with open(os.path.join(ROOT, "ci", "fixes-cover-letter.txt")) as f:
+        letter = f.read()
+    items = [int(n) for n in re.findall(r"^ (\d+)\. ", letter, re.M)]
+    assert items == list(range(1, len(listed) + 1)), \
+        "ci/fixes-cover-letter.txt: one ' N. ' paragraph per fix"
