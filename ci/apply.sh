@@ -18,13 +18,13 @@ init=${INIT:-0}
 [ -n "$dir" ] || die "usage: make apply KERNEL=/path/to/linux-6.12.y"
 [ -d "$dir" ] || die "KERNEL=$dir: no such directory"
 case $init in 0 | 1) ;; *) die "INIT=$init: use INIT=1 to commit the tree's files as its base first" ;; esac
-which=${SERIES:-all}
-if [ "$which" = all ]; then
+want=${SERIES:-all}
+if [ "$want" = all ]; then
 	which=("${SERIES_NAMES[@]}")
 else
-	[[ " ${SERIES_NAMES[*]} " == *" $which "* ]] ||
-		die "SERIES=$which: use SERIES=$(printf '%s or SERIES=' "${SERIES_NAMES[@]}")all (the default)"
-	which=("$which")
+	[[ " ${SERIES_NAMES[*]} " == *" $want "* ]] ||
+		die "SERIES=$want: use SERIES=$(printf '%s or SERIES=' "${SERIES_NAMES[@]}")all (the default)"
+	which=("$want")
 fi
 # Not 'git init && git add -A': Debian's linux-source .gitignore makes
 # that add nothing (commit_base in lib.sh).
