@@ -91,10 +91,10 @@ deps: ## install every Debian package the harness needs (idempotent)
 tree: deps ## make build/linux: Debian's 6.12 source as git, base + patches/
 	@bash ci/worktree.sh
 
-apply: deps ## apply patches/ to KERNEL=DIR with git am (refuses unsafe trees; INIT=1: git-less tree)
-	@bash ci/apply.sh "$(KERNEL)"
+apply: deps ## apply patches/ (fixes, then feature) to KERNEL=DIR with git am (SERIES=fixes: the fixes alone; INIT=1: git-less tree)
+	@SERIES="$(SERIES)" bash ci/apply.sh "$(KERNEL)"
 
-export: deps ## regenerate patches/ from build/linux's commits (+ cover letter)
+export: deps ## regenerate patches/fixes/ and patches/feature/ from build/linux's commits (+ cover letters)
 	@bash ci/export.sh "$(KSRC)" "$(BASE)"
 
 kernel: deps $(TREE_DEP) ## configure (every option verified) and build the guest kernel

@@ -2,7 +2,8 @@
 # usage: bisect-build.sh KERNEL_SRC FRAGMENT...
 #
 # Prove the series is bisectable: check out every commit of KERNEL_SRC
-# since the base, one after the other, in a detached worktree
+# since the base (the fixes series, then the feature series, in the
+# tree's order), one after the other, in a detached worktree
 # (build/bisect) and build it incrementally: the guest kernel (normal
 # config, the series' options as far as that commit defines them) when
 # the commit touches anything outside tools/, and static perf and its
@@ -26,6 +27,10 @@ git -C "$src" rev-parse -q --verify "$BASE_TAG^{commit}" >/dev/null ||
 	die "$src has no $BASE_TAG tag: run 'make tree'"
 mapfile -t commits < <(git -C "$src" rev-list --reverse "$BASE_TAG..HEAD")
 [ "${#commits[@]}" -gt 0 ] || die "$src has no commits after $BASE_TAG"
+# Which series each commit is in, for the report: the fixes end where
+# ci/fixes.txt says (count_fixes); a tree it does not fit (another
+# order, KERNEL=DIR of someone else) is still built, unlabelled.
+nfix=$( (count_fixes "$src" "$BASE_TAG") 2>/dev/null) || nfix=
 
 cd "$ROOT"
 wt=$BUILD/bisect
@@ -54,6 +59,13 @@ i=0
 for c in "${commits[@]}"; do
 	i=$((i + 1))
 	subject=$(git -C "$src" log -1 --format=%s "$c")
+	if [ "${nfix:-0}" -eq 0 ]; then
+		:
+	elif [ "$i" -le "$nfix" ]; then
+		subject="[fixes $i/$nfix] $subject"
+	else
+		subject="[feature $((i - nfix))/$((${#commits[@]} - nfix))] $subject"
+	fi
 	key="$(git -C "$src" rev-parse "$c^{tree}") $config_id"
 	if grep -qxF "$key" "$built"; then
 		printf '[%2d/%d] %-6s built before (same tree and config)\n' \

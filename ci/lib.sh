@@ -11,8 +11,18 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 # One lock for builds and guest runs; clones sharing a machine can share it.
 KBUILD_LOCK=${VMTEST_LOCK:-$BUILD/.kbuild.lock}
-# VMTEST_PATCHES points the scripts at another series (the harness tests).
+# VMTEST_PATCHES points the scripts at another patches/ (the harness tests).
 PATCHES=${VMTEST_PATCHES:-$ROOT/patches}
+# patches/ holds two series, each in its own directory with its own cover
+# letter, in the order they apply and are sent: the fixes of Linux itself
+# (bugs that predate the feature, sent first as a series of their own),
+# then the feature, which is based on them. This is the one place that
+# knows the order (series_files).
+SERIES_NAMES=(fixes feature)
+# The subjects of the fixes, one a line: how make export and make send
+# tell a tree's fixes from its feature commits (count_fixes).
+# VMTEST_FIXES points at another list (the harness tests).
+FIXES_LIST=${VMTEST_FIXES:-$ROOT/ci/fixes.txt}
 # The default kernel work tree: Debian's linux-source-6.12 as a git repo.
 WORKTREE=$BUILD/linux
 # Tag in a tree made by base-tree.sh that marks the unpatched base.
@@ -56,7 +66,6 @@ commit_base() {
 	)
 }
 
-# The series, in order, without the cover letter.
 # perf's optional parts that neither the guest's static perf nor perf.so
 # needs (ci/build-perf.sh, ci/build-perf-python.sh): off, as 6.12 knows them.
 PERF_OFF_SWITCHES=(NO_LIBPERL=1 NO_SLANG=1 NO_GTK2=1 NO_LIBUNWIND=1 NO_LIBDW=1
@@ -82,9 +91,53 @@ tools_stamp() {
 	} | sha1sum | cut -d' ' -f1
 }
 
+# series_files [NAME...]: the patch files of the named series (default:
+# every series, fixes first), in the order they apply, without the cover
+# letters. A series without a directory has no patches.
 series_files() {
-	find "$PATCHES" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' \
-		! -name '0000-cover-letter.patch' | LC_ALL=C sort
+	local s
+	[ $# -gt 0 ] || set -- "${SERIES_NAMES[@]}"
+	for s in "$@"; do
+		[ -d "$PATCHES/$s" ] || continue
+		find "$PATCHES/$s" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' \
+			! -name '0000-cover-letter.patch' | LC_ALL=C sort
+	done
+}
+
+# series_of FILE: the series (a SERIES_NAMES word) a patch file is in.
+series_of() { basename "$(dirname "$1")"; }
+
+# count_fixes TREE BASE: how many of TREE's commits after BASE, from the
+# first on, are the fixes series: those whose subject FIXES_LIST names.
+# The fixes must come first and be all there; otherwise the series would
+# be split wrongly, and this dies saying what to change (the tree's order,
+# or the list after a fix's subject was reworded).
+count_fixes() {
+	local tree=$1 base=$2 n=0 feature='' sha subj f
+	local -A listed=() seen=()
+	[ -f "$FIXES_LIST" ] || die "$FIXES_LIST missing: it lists the fixes' subjects (empty: no fixes series)"
+	while IFS= read -r subj; do
+		listed[$subj]=1
+	done < <(sed -e '/^#/d' -e '/^[[:space:]]*$/d' "$FIXES_LIST")
+	while read -r sha subj; do
+		if [ -z "${listed[$subj]:-}" ]; then
+			[ -n "$feature" ] || feature=$subj
+			continue
+		fi
+		[ -z "$feature" ] ||
+			die "$tree: '$subj' (${sha:0:12}) is a fix (${FIXES_LIST#"$ROOT"/}) but comes after" \
+				"the feature's '$feature': the fixes go first (git rebase -i $base)," \
+				"or take it off the list if it belongs to the feature"
+		seen[$subj]=1
+		n=$((n + 1))
+	done < <(git -C "$tree" log --reverse --format='%H %s' "$base..HEAD")
+	[ "$n" -gt 0 ] || [ -n "$feature" ] || { echo 0; return 0; }
+	for f in "${!listed[@]}"; do
+		[ -n "${seen[$f]:-}" ] ||
+			die "$tree has no commit '$f' after $base, which ${FIXES_LIST#"$ROOT"/} lists" \
+				"as a fix: put the subject as reworded there, or drop the line"
+	done
+	echo "$n"
 }
 
 # patch_subject FILE: the subject of a format-patch file, without [PATCH n/m].

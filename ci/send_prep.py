@@ -4,7 +4,8 @@
 usage: send_prep.py reserved ADDRESS
        send_prep.py recipients --gm FILE --people FILE --sender EMAIL
                                [--to LIST] [--cc LIST] --out FILE
-       send_prep.py changes V [--range-diff FILE] [--notes FILE]
+       send_prep.py changes V [--tag NAME] [--range-diff FILE] [--notes FILE]
+       send_prep.py based-on --subjects FILE FIXES_SUBJECT
        send_prep.py fill-cover COVER SUBJECT BLURB_FILE
 
 reserved: exit 0 when ADDRESS is in a domain that receives no mail.
@@ -12,7 +13,10 @@ recipients: To: and Cc: from get_maintainer.pl's output (--gm) and the
 series' authors and signers (--people), one "to<TAB>who" or "cc<TAB>who"
 line each on stdout; --out gets the list for people to read.
 changes: the cover letter's "Changes in vN" section; --range-diff (git
-range-diff -s against v(N-1)) is given when series-v(N-1) exists.
+range-diff -s against v(N-1)) is given when NAME-v(N-1) exists (NAME:
+series, the feature's tags, or fixes).
+based-on: the feature's paragraph saying it is based on the fixes series
+(its cover letter's subject line, the fixes' subjects one a line in FILE).
 fill-cover: format-patch's cover letter with its subject and blurb.
 A usage or setup error exits 2 with "error: ..." (ci/lib.sh's die).
 """
@@ -125,14 +129,14 @@ def range_diff_summary(text):
     return [f" - {k}: {s}" for k, s in zip(kind, subject)]
 
 
-def changes(v, range_diff=None, notes=None):
+def changes(v, range_diff=None, notes=None, tag="series"):
     """The "Changes in vN" section, blank line included; nothing for v1.
-    range_diff is None when there is no series-v(N-1) to compare with."""
+    range_diff is None when there is no tag-v(N-1) to compare with."""
     if v == 1:
         return ""
     out = [f"Changes in v{v}:"]
     if range_diff is None:
-        out += [f" - no tag series-v{v - 1} in the tree, so no range-diff "
+        out += [f" - no tag {tag}-v{v - 1} in the tree, so no range-diff "
                 "against",
                 f"   v{v - 1} (tag what was sent as v{v - 1} to get one)."]
     else:
@@ -145,6 +149,24 @@ def changes(v, range_diff=None, notes=None):
         out.append(f" (range-diff against v{v - 1} at the end of this "
                    "letter)")
     return "\n".join(out) + "\n\n"
+
+
+def based_on(fixes_subject, subjects):
+    """The feature's cover letter on the fixes series it is based on:
+    fixes_subject is that series' cover letter subject, subjects its
+    patches'. Nothing when there are no fixes."""
+    subjects = [s for s in subjects if s]
+    if not subjects:
+        return ""
+    n = len(subjects)
+    return (f"This series is based on the fixes series\n"
+            f"\"{fixes_subject}\"\n"
+            f"({n} patch{'es' if n > 1 else ''}, sent before it as a thread "
+            "of its own), which fixes\n"
+            "bugs of Linux itself; the prerequisite-patch-id lines at the "
+            "end name\n"
+            f"{'them' if n > 1 else 'it'}:\n\n"
+            + "".join(f"  {s}\n" for s in subjects) + "\n")
 
 
 def fill_cover(text, subject, blurb):
@@ -175,8 +197,12 @@ def main(argv):
     p.add_argument("--out", required=True)
     p = sub.add_parser("changes")
     p.add_argument("version", type=int)
+    p.add_argument("--tag", default="series")
     p.add_argument("--range-diff")
     p.add_argument("--notes")
+    p = sub.add_parser("based-on")
+    p.add_argument("--subjects", required=True)
+    p.add_argument("fixes_subject")
     p = sub.add_parser("fill-cover")
     p.add_argument("cover")
     p.add_argument("subject")
@@ -201,7 +227,10 @@ def main(argv):
                 except FileNotFoundError:
                     raise Refusal(f"CHANGES={a.notes}: no such file") from None
             rd = None if a.range_diff is None else read(a.range_diff)
-            sys.stdout.write(changes(a.version, rd, notes))
+            sys.stdout.write(changes(a.version, rd, notes, a.tag))
+        elif a.cmd == "based-on":
+            sys.stdout.write(based_on(a.fixes_subject,
+                                      read(a.subjects).splitlines()))
         else:
             try:
                 text = fill_cover(read(a.cover), a.subject, read(a.blurb))

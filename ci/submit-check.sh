@@ -3,7 +3,9 @@
 #
 # What a maintainer runs before applying the series, cheapest first:
 #
-#   checkpatch    checkpatch.pl --strict on every patch, with the tree
+#   apply-fresh   the fixes series alone onto a fresh base, then the
+#                 feature series onto them, with make apply
+#   checkpatch    checkpatch.pl --strict on every patch of both series
 #   kernel-doc    scripts/kernel-doc -none on the files the series touches
 #   bisect-build  every commit builds on its own (kernel, perf)
 #   sparse        C=2 on the files the series touches, no new warnings
@@ -22,7 +24,7 @@
 #   SUBMIT_CMD_sparse='echo stub; exit 1'
 . "$(dirname "$0")/lib.sh"
 
-ALL="checkpatch kernel-doc bisect-build sparse kunit vmtest vmtest-debug"
+ALL="apply-fresh checkpatch kernel-doc bisect-build sparse kunit vmtest vmtest-debug"
 checks=${CHECKS:-$ALL}
 for c in $checks; do
 	[[ " $ALL " == *" $c "* ]] || die "CHECKS: unknown check '$c' (known: $ALL)"

@@ -5,10 +5,10 @@
  * EXIT). Linux 6.12 still let a sibling join it, and the sibling kept
  * pointing at the leader once the leader was freed (KASAN use-after-free
  * from mmap() of the sibling; doc/upstream/perf-group-hotplug-uaf.md,
- * found by make stress). The series refuses the join with ENODEV.
- *
- * On a kernel without the series (no defer_callchain) the test does not
- * apply: 6.12 has the bug there, which make stress --repro-only shows.
+ * found by make stress; upstream Linux 7.2 has the same missing check).
+ * The fix, the first series of patches/ (doc/upstream/fixes.md), refuses
+ * the join with ENODEV. The test runs on any kernel, with or without the
+ * feature: it is how the fix is proven on 6.12 and on 7.2.
  *
  * The test never frees a leader under an accepted sibling: when the join
  * is accepted (the bug), the sibling is closed first, so a kernel with the
@@ -21,7 +21,6 @@
 
 #include <string>
 
-#include "lib/features.h"
 #include "lib/perf_event.h"
 #include "lib/test_class.h"
 #include "lib/workload.h"
@@ -74,14 +73,9 @@ int join_after(bool hotplug)
 
 TEST(GroupHotplug, SiblingOfHotUnpluggedLeaderIsRefused)
 {
-	EXTENSION("fixes Linux 6.12: a sibling joining a per-CPU group "
-		  "leader detached by CPU hot-unplug outlived it (KASAN "
+	EXTENSION("fixes Linux 6.12 and 7.2: a sibling joining a per-CPU "
+		  "group leader detached by CPU hot-unplug outlived it (KASAN "
 		  "use-after-free, doc/upstream/perf-group-hotplug-uaf.md)");
-	std::string why;
-	if (!features::defer_callchain(&why))
-		SKIP_NOT_APPLICABLE("a kernel without the series lacks its fix of "
-				    "this 6.12 bug (make stress STRESS_ARGS="
-				    "--repro-only shows the bug there): " << why);
 	if (!work::cpu_hotpluggable(kCpu))
 		SKIP_NOT_APPLICABLE("CPU " << kCpu << " cannot go offline here "
 					   "(absent, or its online file is not "

@@ -8,7 +8,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 APPLY = os.path.join(ROOT, "ci", "apply.sh")
 # Not what a `make test FORCE=1 ...` run passes down: the tests set those.
 ENV = dict({k: v for k, v in os.environ.items() if k not in
-            ("FORCE", "INIT", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")},
+            ("FORCE", "INIT", "SERIES", "MAKEFLAGS", "MFLAGS",
+                           "MAKELEVEL")},
            GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
            GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
 
@@ -32,14 +33,17 @@ def kernel_tree(d, version="6", patchlevel="12"):
 
 @pytest.fixture
 def series(tmp_path):
-    """Two patches made on a copy of the base, in tmp/patches."""
+    """Two patches made on a copy of the base, in tmp/patches laid out
+    as patches/ is: the first as the fixes series, the second as the
+    feature series, both numbered 0001."""
     dev = kernel_tree(tmp_path / "dev")
     (dev / "kernel" / "a.c").write_text("int a = 1;\n")
     git(dev, "commit", "-qam", "unwind_user: Change a")
     (dev / "kernel" / "b.c").write_text("int b = 2;\n")
     git(dev, "commit", "-qam", "unwind_user: Change b")
     out = tmp_path / "patches"
-    git(dev, "format-patch", "-q", "-o", str(out), "HEAD~2")
+    git(dev, "format-patch", "-q", "-o", str(out / "fixes"), "HEAD~2..HEAD~1")
+    git(dev, "format-patch", "-q", "-o", str(out / "feature"), "HEAD~1")
     return out
 
 
@@ -104,8 +108,9 @@ def test_refuses_a_tree_that_already_has_the_series(tmp_path, series):
     before = state(t)
     r = apply(t, series)
     assert r.returncode == 2
-    assert "already carries the series" in r.stderr
-    assert "unwind_user: Change a" in r.stderr
+    assert "already carries the fixes series" in r.stderr
+    assert "unwind_user: Change a' (fixes/0001-unwind_user-Change-a.patch)" \
+        in r.stderr
     assert state(t) == before
 
 
@@ -117,12 +122,67 @@ def test_conflict_names_patch_and_files_and_restores(tmp_path, series):
     r = apply(t, series)
     assert r.returncode == 2
     # The first patch applied, the second did not: all is rolled back.
-    assert "unwind_user: Change b" in r.stderr
+    assert "unwind_user: Change b (feature/0001-unwind_user-Change-b.patch)" \
+        in r.stderr
     assert "kernel/b.c" in r.stderr
     assert state(t) == before
     assert (t / "kernel" / "a.c").read_text() == "int a;\n"
     assert not os.path.exists(git(t, "rev-parse", "--git-path",
                                   "rebase-apply").strip())
+
+
+def test_the_fixes_alone_on_any_version(tmp_path, series):
+    """SERIES=fixes applies the fixes series alone: they fix Linux itself
+    and are proven on 6.12 and 7.2, so no version check."""
+    t = kernel_tree(tmp_path / "linux", version="7", patchlevel="2")
+    before = state(t)
+    r = apply(t, series)
+    assert r.returncode == 2 and "is Linux 7.2, not 6.12.y" in r.stderr
+    assert state(t) == before
+    r = apply(t, series, SERIES="fixes")
+    assert r.returncode == 0, r.stderr
+    assert "1 patches applied" in r.stderr and "(1 fixes;" in r.stderr
+    assert git(t, "log", "--format=%s", "-2").split("\n")[:2] == \
+        ["unwind_user: Change a", "base"]
+
+
+def test_the_feature_alone_on_a_tree_with_the_fixes(tmp_path, series):
+    t = kernel_tree(tmp_path / "linux")
+    assert apply(t, series, SERIES="fixes").returncode == 0
+    before = state(t)
+    # Both again: refused, and told how to apply the feature alone.
+    r = apply(t, series)
+    assert r.returncode == 2 and "SERIES=feature applies the feature" \
+        in r.stderr
+    assert state(t) == before
+    r = apply(t, series, SERIES="feature")
+    assert r.returncode == 0, r.stderr
+    assert "(1 feature;" in r.stderr
+    assert git(t, "log", "--format=%s", "-3").split("\n")[:3] == \
+        ["unwind_user: Change b", "unwind_user: Change a", "base"]
+
+
+def test_the_series_apply_fixes_first(tmp_path, series):
+    """The order is the layout's (lib.sh), not the file names': both
+    series have a 0001, and the feature's must come second."""
+    t = kernel_tree(tmp_path / "linux")
+    (series / "fixes" / "0001-unwind_user-Change-a.patch").rename(
+        series / "fixes" / "0001-zz.patch")
+    r = apply(t, series)
+    assert r.returncode == 0, r.stderr
+    assert "2 patches applied" in r.stderr and "(1 fixes, 1 feature;" \
+        in r.stderr
+    assert git(t, "log", "--format=%s", "-2").split("\n")[:2] == \
+        ["unwind_user: Change b", "unwind_user: Change a"]
+
+
+def test_refuses_an_unknown_series(tmp_path, series):
+    t = kernel_tree(tmp_path / "linux")
+    before = state(t)
+    r = apply(t, series, SERIES="bugs")
+    assert r.returncode == 2 and "SERIES=bugs: use SERIES=fixes or " \
+        "SERIES=feature or SERIES=all" in r.stderr
+    assert state(t) == before
 
 
 DEBIAN_BLOCK = """*.o
@@ -170,7 +230,7 @@ def test_init_commits_a_debian_tree_as_the_base(tmp_path, series):
     assert (t / ".gitignore").read_text() == "*.o\n\n#\n"
     # A tree with commits: INIT=1 changes nothing, the checks go on.
     r = apply(t, series, INIT="1")
-    assert r.returncode == 2 and "already carries the series" in r.stderr
+    assert r.returncode == 2 and "already carries the fixes series" in r.stderr
 
 
 def test_init_that_fails_leaves_no_trace(tmp_path, series):

@@ -27,9 +27,12 @@ PATCHES = os.path.join(ROOT, "patches")
 TARBALL = os.environ.get("LINUX_SOURCE_TARBALL",
                          "/usr/src/linux-source-6.12.tar.xz")
 CACHE = os.path.join(ROOT, "build", "test-cache")
-SERIES = sorted(f for f in os.listdir(PATCHES)
-                if re.match(r"\d{4}-.*\.patch$", f)
-                and f != "0000-cover-letter.patch")
+# Both series (patches/fixes/, patches/feature/), as SERIES/NAME paths.
+SERIES = [os.path.join(s, f) for s in ("fixes", "feature")
+          if os.path.isdir(os.path.join(PATCHES, s))
+          for f in sorted(os.listdir(os.path.join(PATCHES, s)))
+          if re.match(r"\d{4}-.*\.patch$", f)
+          and f != "0000-cover-letter.patch"]
 # A last patch that cannot apply: the whole series before it is rolled back.
 BROKEN = """From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
 From: T <t@t>
@@ -108,11 +111,11 @@ def debian_tree(debian_source, tmp_path):
 @pytest.fixture
 def broken_series(tmp_path):
     d = tmp_path / "broken"
-    d.mkdir()
     for f in SERIES:
+        (d / f).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(os.path.join(PATCHES, f), d / f)
-    (d / "0999-unwind_user-A-patch-that-does-not-apply.patch").write_text(
-        BROKEN)
+    (d / "feature" / "0999-unwind_user-A-patch-that-does-not-apply.patch") \
+        .write_text(BROKEN)
     return d
 
 

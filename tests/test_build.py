@@ -42,9 +42,17 @@ def test_a_perf_that_does_not_build_fails_with_1(tmp_path):
     assert "FAIL: perf build failed" in p.stderr, p.stderr
 
 
-def test_bisect_build_names_the_commit_that_does_not_build(tmp_path):
+@pytest.mark.parametrize("fixes,label", [
+    ("", ""),
+    ("tools/perf: break the build\n", "[fixes 1/1] ")])
+def test_bisect_build_names_the_commit_that_does_not_build(tmp_path, fixes,
+                                                          label):
     """The base, then one commit that breaks tools/perf: bisect-build
-    builds only perf for it, and fails (1) naming it."""
+    builds only perf for it, and fails (1) naming it, and its series
+    when the fixes list names it (or nothing: a tree the list does not
+    fit is built unlabelled)."""
+    lst = tmp_path / "fixes.txt"
+    lst.write_text(fixes)
     tree = broken_perf_tree(tmp_path)
     (tree / "tools" / "perf" / "Makefile").write_text("perf:\n")
     git(tree, "init", "-q")
@@ -55,11 +63,12 @@ def test_bisect_build_names_the_commit_that_does_not_build(tmp_path):
     git(tree, "commit", "-q", "-am", "tools/perf: break the build")
     p = subprocess.run(["bash", os.path.join(ROOT, "ci", "bisect-build.sh"),
                         str(tree), "qemu/config/guest.config", "--series",
-                        "qemu/config/series.config"], env=env(tmp_path),
+                        "qemu/config/series.config"],
+                       env=dict(env(tmp_path), VMTEST_FIXES=str(lst)),
                        capture_output=True, text=True)
     assert p.returncode == 1, p.stderr
-    assert "FAIL: [1/1] perf does not build at: tools/perf: break the " \
-        "build" in p.stderr, p.stderr
+    assert f"FAIL: [1/1] perf does not build at: {label}tools/perf: break " \
+        "the build" in p.stderr, p.stderr
 
 
 def refs(script):

@@ -1,9 +1,9 @@
 """MAINTAINERS.snippet is the series' MAINTAINERS entry as the whole
-series leaves it: the hunks of patches/ replayed in order, no kernel
-tree needed."""
-import glob
+series leaves it: the hunks of patches/ (the fixes series, then the
+feature series) replayed in order, no kernel tree needed."""
 import os
 import re
+import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENTRY = "USER SPACE STACK UNWINDING"
@@ -43,10 +43,22 @@ def hunks(patch):
     return out
 
 
+def series_files():
+    """The patch files of both series in the order they apply, as ci/lib.sh
+    lists them (the fixes first): asked of lib.sh, not repeated here."""
+    r = subprocess.run(["bash", "-c", '. ci/lib.sh && series_files'],
+                       cwd=ROOT, capture_output=True, text=True, check=True,
+                       env={k: v for k, v in os.environ.items()
+                            if k != "VMTEST_PATCHES"})
+    files = r.stdout.split()
+    assert files and all("/patches/fixes/" in f or "/patches/feature/" in f
+                         for f in files), files
+    return files
+
+
 def series_entry():
     text = None
-    patches = sorted(glob.glob(os.path.join(ROOT, "patches",
-                                            "[0-9][0-9][0-9][0-9]-*.patch")))
+    patches = series_files()
     for p in patches:
         for old, new in hunks(p):
             if text is None:

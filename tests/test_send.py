@@ -37,10 +37,14 @@ def env(tmp_path):
     mailer = tmp_path / "sendmail.sh"
     mailer.write_text(f"#!/bin/sh\ncat >>{tmp_path}/sent.mbox\n")
     mailer.chmod(0o755)
+    # No fixes series unless a test lists some (fixes() below).
+    fixes_list = tmp_path / "fixes.txt"
+    fixes_list.write_text("# none\n")
     e = dict(ENV, HOME=str(home), GIT_CONFIG_NOSYSTEM="1",
              GIT_AUTHOR_NAME="Ann Author", GIT_AUTHOR_EMAIL="ann@kernel.org",
              GET_MAINTAINER=f"sh {gm}", SEND_OUT=str(tmp_path / "send"),
-             RESULTS=str(tmp_path / "results"))
+             RESULTS=str(tmp_path / "results"),
+             VMTEST_FIXES=str(fixes_list))
     e.pop("GIT_CONFIG_GLOBAL", None)
     t = kernel_tree(tmp_path / "linux")
     git(t, "tag", "base")
@@ -49,7 +53,8 @@ def env(tmp_path):
         subprocess.run(["git", "-C", str(t), "commit", "-qam",
                         f"unwind_user: Change {n}\n\nBecause.\n\n"
                         f"Signed-off-by: {ANN}"], env=e, check=True)
-    return {"tree": t, "env": e, "tmp": tmp_path, "mailer": mailer}
+    return {"tree": t, "env": e, "tmp": tmp_path, "mailer": mailer,
+            "fixes": fixes_list}
 
 
 def commit(w, msg, name="Ann Author", email="ann@kernel.org", *args):
@@ -74,8 +79,8 @@ def send(w, **extra):
                           capture_output=True, text=True)
 
 
-def out(w, v=1):
-    d = w["tmp"] / "send" / f"v{v}"
+def out(w, v=1, series="feature"):
+    d = w["tmp"] / "send" / f"v{v}" / series
     return {f: (d / f).read_text() for f in sorted(os.listdir(d))}
 
 
@@ -141,7 +146,7 @@ def test_v1_under_the_sender_keeps_the_author(env):
     assert "Differences from upstream Linux" in cover
     assert "base-commit: " + git(env["tree"], "rev-parse", "base").strip() \
         in cover
-    assert "v1: no earlier version, no range-diff" in r.stderr
+    assert "feature: v1, no earlier version, no range-diff" in r.stderr
     # Nothing in the tree changed, nothing tagged on a dry run.
     assert untouched(env) == before
     log = files["send-email.log"]
@@ -226,7 +231,7 @@ def test_send_tags_and_next_version_has_a_range_diff(env):
     assert "+    Because, and more." in cover.split("Range-diff against v1:")[1]
     assert re.search(r"^Message-Id: <cover\.\d+\.git\.sam@kernel\.org>$",
                      cover, re.M)
-    assert "range-diff against series-v1" in r.stderr
+    assert "feature: range-diff against series-v1" in r.stderr
     # A dry run tags nothing.
     assert "series-v2" not in git(t, "tag", "-l")
 
@@ -239,7 +244,7 @@ def test_version_without_the_previous_tag(env):
     assert "Subject: [PATCH v3 0/2]" in cover
     assert "no tag series-v2 in the tree, so no range-diff" in cover
     assert "Range-diff" not in cover
-    assert "no tag series-v2: v3 has no range-diff" in r.stderr
+    assert "feature: no tag series-v2: its v3 has no range-diff" in r.stderr
 
 
 def test_send_needs_an_smtp_server(env):
@@ -403,3 +408,106 @@ def test_changes_notes_in_the_cover_letter(env, tmp_path):
         in patch(out(env, 2), 0)
     r = send(env, CHANGES=str(tmp_path / "none"))
     assert r.returncode == 2 and "none: no such file" in r.stderr
+
+
+# Two series: the fixes first, each a thread of its own.
+def with_a_fix(w):
+    """The env's tree rebuilt as: base, "perf: Fix x" (a fix, listed in
+    the fixes list), then the two feature commits."""
+    t = w["tree"]
+    a = git(t, "rev-parse", "HEAD~1").strip()
+    b = git(t, "rev-parse", "HEAD").strip()
+    git(t, "reset", "-q", "--hard", "base")
+    (t / "kernel" / "x.c").write_text("int x;\n")
+    git(t, "add", "kernel/x.c")
+    commit(w, f"perf: Fix x\n\nIt was broken.\n\nSigned-off-by: {ANN}")
+    git(t, "cherry-pick", a, b)
+    w["fixes"].write_text("# the fixes\nperf: Fix x\n")
+
+
+def test_the_fixes_go_as_their_own_series(env):
+    with_a_fix(env)
+    identity(env)
+    r = send(env)
+    assert r.returncode == 0, r.stderr
+    fixes, feature = out(env, series="fixes"), out(env)
+    fcover, cover = patch(fixes, 0), patch(feature, 0)
+    subject = open(os.path.join(ROOT, "ci", "fixes-cover-letter.txt")) \
+        .readline().strip()
+    assert f"Subject: [PATCH v1 0/1] {subject}" in fcover
+    assert re.search(r"^Subject: \[PATCH v1 1/1\] perf: Fix x$",
+                     patch(fixes, 1), re.M)
+    # The fixes' letter: its own text, no "Tested" of the feature runs.
+    assert "6.12" in fcover and "7.2" in fcover
+    assert "normal kernel: not run" not in fcover
+    # The feature: numbered on its own, based on the fixes, and says so.
+    assert "Subject: [PATCH v1 0/2] unwind_user, perf:" in cover
+    assert re.search(r"^Subject: \[PATCH v1 1/2\] unwind_user: Change a$",
+                     patch(feature, 1), re.M)
+    assert ("This series is based on the fixes series\n"
+            f"\"[PATCH v1 0/1] {subject}\"\n") in cover
+    assert "\n  perf: Fix x\n" in cover
+    base = git(env["tree"], "rev-parse", "base").strip()
+    assert f"base-commit: {base}\nprerequisite-patch-id: " in cover
+    assert f"base-commit: {base}\n" in fcover
+    assert "prerequisite-patch-id" not in fcover
+    # Each thread under its own cover letter; 2 + 3 mails.
+    assert fixes["send-email.log"].count("Dry-OK") == 2
+    assert feature["send-email.log"].count("Dry-OK") == 3
+    assert "1 fixes + cover letter; 2 feature + cover letter" in r.stderr
+    assert "dry run: 5 mails checked" in r.stderr
+
+
+def test_both_series_are_tagged_and_range_diffed(env):
+    with_a_fix(env)
+    identity(env)
+    config(env, "sendemail.smtpServer", str(env["mailer"]))
+    r = send(env, SEND="1")
+    assert r.returncode == 0, r.stderr
+    t = env["tree"]
+    assert git(t, "tag", "-l").split() == ["base", "fixes-v1", "series-v1"]
+    assert git(t, "log", "-1", "--format=%s", "fixes-v1").strip() == \
+        "perf: Fix x"
+    # The feature as sent sits on the fixes as sent.
+    assert git(t, "rev-parse", "series-v1~2").strip() == \
+        git(t, "rev-parse", "fixes-v1^{commit}").strip()
+    assert (env["tmp"] / "sent.mbox").read_text().count("\nSubject: ") == 5
+    # v1 is refused again, whichever of its tags is there.
+    r = send(env, SEND="1", V="1")
+    assert r.returncode == 2 and "tag fixes-v1" in r.stderr
+    # Reword the fix only: the fixes' v2 says so, the feature's does not.
+    git(t, "checkout", "-q", "HEAD~2")
+    commit(env, f"perf: Fix x\n\nIt was broken, and more.\n\n"
+           f"Signed-off-by: {ANN}", "Ann Author", "ann@kernel.org", "--amend")
+    fixed = git(t, "rev-parse", "HEAD").strip()
+    git(t, "checkout", "-q", "-")
+    git(t, "rebase", "-q", "--onto", fixed, "HEAD~2")
+    r = send(env)
+    assert r.returncode == 0, r.stderr
+    assert "fixes: range-diff against fixes-v1" in r.stderr
+    assert "feature: range-diff against series-v1" in r.stderr
+    fcover = patch(out(env, 2, "fixes"), 0)
+    assert "Changes in v2:\n - changed: perf: Fix x\n" in fcover
+    assert "+    It was broken, and more." in fcover
+    cover = patch(out(env, 2), 0)
+    assert "Changes in v2:\n - no change in the patches\n" in cover
+    assert "\"[PATCH v2 0/1] " in cover
+
+
+def test_a_fix_after_the_feature_is_refused(env):
+    env["fixes"].write_text("unwind_user: Change a\n")
+    (env["tree"] / "kernel" / "c.c").write_text("int c;\n")
+    git(env["tree"], "add", "kernel/c.c")
+    identity(env)
+    before = untouched(env)
+    env["fixes"].write_text("unwind_user: Change b\n")
+    r = send(env)
+    assert r.returncode == 2
+    assert "'unwind_user: Change b'" in r.stderr
+    assert "comes after the feature's 'unwind_user: Change a'" in r.stderr
+    env["fixes"].write_text("perf: Gone\n")
+    r = send(env)
+    assert r.returncode == 2
+    assert "no commit 'perf: Gone'" in r.stderr
+    assert untouched(env) == before
+    assert not (env["tmp"] / "send").exists()

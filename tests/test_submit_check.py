@@ -6,8 +6,8 @@ import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "ci", "submit-check.sh")
-CHECKS = ["checkpatch", "kernel-doc", "bisect-build", "sparse", "kunit",
-          "vmtest", "vmtest-debug"]
+CHECKS = ["apply-fresh", "checkpatch", "kernel-doc", "bisect-build",
+          "sparse", "kunit", "vmtest", "vmtest-debug"]
 LINE = re.compile(r"^(PASS|FAIL)  (\S+)\s+(\d+) s  (.*)$")
 
 
@@ -28,8 +28,8 @@ def test_all_pass(tmp_path):
     r, lines = run(tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     assert [(s, n) for s, n, _, _ in lines] == [("PASS", c) for c in CHECKS]
-    assert lines[1][3] == "kernel-doc: fine"
-    assert "submit-check: all 7 checks passed" in r.stdout
+    assert lines[2][3] == "kernel-doc: fine"
+    assert "submit-check: all 8 checks passed" in r.stdout
 
 
 def test_a_failure_does_not_stop_the_others(tmp_path):
@@ -47,7 +47,7 @@ def test_a_failure_does_not_stop_the_others(tmp_path):
     assert status["vmtest"][1].startswith("exit 4: no output")
     assert all(s == "PASS" for n, (s, _) in status.items()
                if n not in ("sparse", "vmtest"))
-    assert "2 of 7 checks failed: sparse vmtest" in r.stdout
+    assert "2 of 8 checks failed: sparse vmtest" in r.stdout
     assert "include/x.h: warning: bad" in \
         (tmp_path / "logs" / "sparse.log").read_text()
 
