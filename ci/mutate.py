@@ -318,6 +318,20 @@ def locked(argv):
                           env=env).returncode
 
 
+def print_table(res):
+    """The table breakage x failing tests, on stdout."""
+    print("mutate: breakage x failing tests (* = named by the breakage):")
+    for r in res["breakages"]:
+        failed = [f"{t}*" for t in r["caught"]] + r["also"]
+        missed = [t for t in r["must_fail"] if t not in r["caught"]]
+        print(f"  {r['name']:<10} {'caught' if r['ok'] else 'NOT CAUGHT'}"
+              f"{': passed ' + ', '.join(missed) if missed else ''}")
+        for t in failed:
+            print(f"  {'':<10}   {t}")
+        if r.get("error"):
+            print(f"  {'':<10}   {r['error']}")
+
+
 def run(names):
     if not os.environ.get("VMTEST_BUILD_LOCKED"):
         return locked(["run", *names])
@@ -396,6 +410,7 @@ def run(names):
     res["minutes"] = (time.time() - t0) / 60
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump(res, f, indent=1)
+    print_table(res)
     if not names:
         write_doc(res)
         log(f"table: {DOC}")

@@ -63,6 +63,13 @@ def selftest_cases():
             text = open(os.path.join(src, f)).read()
             names |= {f"{a}.{b}" for a, b in re.findall(
                 r"^TEST(?:_F)?\((\w+),\s*(\w+)\)", text, re.M)}
+    py = open(os.path.join(src, "perf_python_test.py")).read()
+    cases = re.search(r"^CASES = \[(.*?)\]", py, re.M | re.S).group(1)
+    names |= {f"PerfPython.{c}" for c in re.findall(r'"(\w+)"', cases)}
+    shell = "tools/perf/tests/shell"
+    names |= {f"PerfShell.{os.path.basename(f)[:-3]}" for f in subprocess.run(
+        ["git", "-C", TREE, "ls-files", f"{shell}/callchain_defer_*.sh"],
+        capture_output=True, text=True, check=True).stdout.split()}
     return names
 
 
