@@ -78,7 +78,7 @@ export EXPECT_FEATURE
 
 .PHONY: help deps tree apply export kernel selftests perf perf-asan perf-python initramfs vmtest test-perf \
 	verdict vmtest-debug stress stress-kcsan stress-run test checkpatch apply-fresh bisect-build check \
-	kunit clean kernel-doc sparse submit-check send bench
+	kunit clean kernel-doc sparse submit-check send bench mutate golden
 
 help: ## list the targets
 	@echo "usage: make TARGET [KERNEL=DIR] [CONFIG=normal|debug|stress|kcsan] [FILTER=gtest-filter] [PERF_TREE=DIR]"
@@ -141,6 +141,14 @@ stress-run: kernel initramfs
 
 vmtest-debug: ## make vmtest on the debug kernel (KASAN, lockdep, atomic sleep)
 	@$(MAKE) --no-print-directory vmtest CONFIG=debug
+
+golden: deps tree ## refresh the evidence runs: make vmtest + vmtest-debug of build/linux, saved as tests/data/series/
+	@bash ci/save-golden.sh
+
+# make mutate: MUTATE=a,b runs only those breakages of ci/mutate/ (no
+# doc/mutate.md then), MUTATE_FULL=1 the whole suite for each.
+mutate: deps tree ## break each guarded behaviour in a worktree: its named tests must fail; table in doc/mutate.md (~30 min)
+	@/usr/bin/python3 ci/mutate.py run $$(echo "$(MUTATE)" | tr , ' ')
 
 # The host tests are told what make built for this tree (KERNEL=DIR
 # too); the perf cases are test-perf's alone, so make check runs them once.

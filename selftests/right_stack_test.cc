@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <map>
@@ -903,10 +904,13 @@ extern "C" __attribute__((noinline)) void rs_exiting_work(int fd, int reads)
 
 /*
  * The events of one exiting task, per task (an inherited per-task event
- * cannot be mmapped): a receiver, cpu-clock, sched_switch and
- * sched_process_exit.
+ * cannot be mmapped): a receiver, cpu-clock and the tracepoints tps:
+ * sched_switch, sched_process_exit, and the entries of exit and
+ * exit_group, whose requests are always pending when do_exit() starts
+ * (PF_EXITING is not set yet): only the exit path can answer them.
  */
-int open_exit_events(session::Session *s, pid_t tid, long sw, long pexit)
+int open_exit_events(session::Session *s, pid_t tid,
+		     const std::vector<long> &tps)
 {
 	session::Options recv = session::sideband(true);
 	recv.pages = 16;
@@ -919,7 +923,7 @@ int open_exit_events(session::Session *s, pid_t tid, long sw, long pexit)
 		r = s->open(o, tid, -1);
 	o.type = PERF_TYPE_TRACEPOINT;
 	o.period = 1;
-	for (long id : { sw, pexit }) {
+	for (long id : tps) {
 		o.config = (uint64_t)id;
 		if (!r)
 			r = s->open(o, tid, -1);
@@ -933,10 +937,14 @@ TEST(RightStack, ExitStormLeavesNoEmptyOrMissingRecord)
 		  "record with a stack, none an empty one (doc/kernel.md: "
 		  "exit and exec)");
 	SKIP_UNLESS_DEFER_CALLCHAIN();
-	long pexit = work::tracepoint_id("sched/sched_process_exit");
-	long sw = work::tracepoint_id("sched/sched_switch");
-	if (pexit < 0 || sw < 0)
-		GTEST_SKIP() << "no sched tracepoints in tracefs";
+	const std::vector<long> tps = {
+		work::tracepoint_id("sched/sched_switch"),
+		work::tracepoint_id("sched/sched_process_exit"),
+		work::tracepoint_id("syscalls/sys_enter_exit"),
+		work::tracepoint_id("syscalls/sys_enter_exit_group"),
+	};
+	if (*std::min_element(tps.begin(), tps.end()) < 0)
+		GTEST_SKIP() << "no sched or syscall tracepoints in tracefs";
 	int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
 	ASSERT_GE(fd, 0);
 	constexpr int kRounds = 4, kThreads = 6, kProcs = 3;
@@ -966,13 +974,13 @@ TEST(RightStack, ExitStormLeavesNoEmptyOrMissingRecord)
 				r = k.spawn({ work::helper_path("compat_stack"),
 					      "2", "exit", "1" });
 			if (!r)
-				r = open_exit_events(&s, k.pid(), sw, pexit);
+				r = open_exit_events(&s, k.pid(), tps);
 		}
 		for (int i = 0; i < kThreads; i++) {
 			while (!tids[i].load())
 				usleep(100);
 			if (!r)
-				r = open_exit_events(&s, tids[i], sw, pexit);
+				r = open_exit_events(&s, tids[i], tps);
 		}
 		if (!r)
 			s.enable();

@@ -101,6 +101,41 @@ def test_real_runs_of_the_series_pass(name, tmp_path):
     assert re.search(r"conformance (\d+)/\1, extensions (\d+)/\2", out), out
 
 
+def selftest_programs():
+    """The programs selftests/ builds and qemu/init runs: every *_test.cc
+    and the perf shell and python tests."""
+    src = os.path.join(ROOT, "selftests")
+    return sorted(f.rsplit(".", 1)[0] for f in os.listdir(src)
+                  if f.endswith("_test.cc") or
+                  f in ("perf_shell_test.sh", "perf_python_test.py"))
+
+
+@pytest.mark.parametrize("name", ["normal", "debug"])
+def test_the_evidence_runs_of_today_s_series_pass_whole(name, tmp_path):
+    """tests/data/series/{normal,debug}: make golden's runs of the series
+    (ci/save-golden.sh; series.txt says which). They pass, every program
+    selftests/ has today ran in them (a new program makes them stale:
+    run make golden), every test of theirs passed or is a not-applicable
+    skip, and KUnit ran its three suites."""
+    run = Run(tmp_path, os.path.join("series", name))
+    assert "series:" in run.read("series.txt")
+    code, out = verdict(run.dir)
+    assert code == 0, out
+    assert "kernel: the series, feature expected" in out
+    assert re.search(r"conformance (\d+)/\1, extensions (\d+)/\2", out), out
+    packed = run.read("programs.txt").split()
+    missing = [p for p in selftest_programs() if p not in packed]
+    assert not missing, f"stale evidence, run make golden: {missing}"
+    results = run.read("results.log")
+    for p in selftest_programs():
+        assert re.search(rf"^ok \d+ {p}$", results, re.M), p
+    skips = re.findall(r"^    ok \d+ \S+ # SKIP (.*)$", results, re.M)
+    assert all(s.startswith("not applicable") for s in skips), skips
+    console = run.read("console.log")
+    for suite in ("unwind_user", "unwind_deferred", "unwind_sframe"):
+        assert re.search(rf"\] ok \d+ {suite}$", console, re.M), suite
+
+
 def test_real_run_of_the_unpatched_base_passes_with_skips(tmp_path):
     run = Run(tmp_path, "base")
     code, out = verdict(run.dir)
