@@ -76,7 +76,7 @@ export ACCEL
 # yes when the kernel's .config enables the series, CONFIG_UNWIND_USER=y).
 export EXPECT_FEATURE
 
-.PHONY: help deps tree apply export kernel selftests perf perf-asan perf-python initramfs vmtest test-perf \
+.PHONY: help deps tree apply export kernel toolchains selftests perf perf-asan perf-python initramfs vmtest test-perf \
 	verdict vmtest-debug stress stress-kcsan stress-run test checkpatch apply-fresh bisect-build check \
 	kunit clean kernel-doc sparse submit-check send bench
 
@@ -100,8 +100,14 @@ export: deps ## regenerate patches/ from build/linux's commits (+ cover letter)
 kernel: deps $(TREE_DEP) ## configure (every option verified) and build the guest kernel
 	@bash ci/build-kernel.sh "$(KSRC)" "$(KOBJ)" $(FRAGMENTS)
 
-selftests: deps ## build the C++ GoogleTest selftests (static) and 32-bit helpers
-	@cmake -S selftests -B $(ST_BUILD) -DCMAKE_BUILD_TYPE= >/dev/null
+# The binutils of three Debian suites, one per SFrame version, for the
+# SFrame helpers (ci/toolchains.sh: fetched once, cached in build/).
+toolchains: deps ## fetch Debian bookworm's, trixie's and sid's binutils (SFrame v1, v2, v3) into build/toolchains
+	@bash ci/toolchains.sh $(BUILD)/toolchains
+
+selftests: deps toolchains ## build the C++ GoogleTest selftests (static), 32-bit and SFrame helpers
+	@cmake -S selftests -B $(ST_BUILD) -DCMAKE_BUILD_TYPE= \
+		-DSFRAME_TOOLCHAINS=$(BUILD)/toolchains >/dev/null
 	@$(MAKE) -s -C $(ST_BUILD) -j$$(nproc) >$(ST_BUILD)/build.log 2>&1 || \
 		{ grep -E 'error|Error' $(ST_BUILD)/build.log | head -30; \
 		  echo "selftests build failed: $(ST_BUILD)/build.log"; exit 1; }
