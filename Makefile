@@ -69,6 +69,9 @@ STRESS_S   ?= 180
 # STRESS_ARGS=--percpu-groups,--repro-group-hotplug: more options for
 # the guest program (selftests/stress.cc).
 STRESS_ARGS ?=
+# Seconds of fuzzing of the SFrame reader: make fuzz, and make test's run.
+FUZZ_S ?= 600
+FUZZ_TEST_S ?= 10
 # ACCEL=kvm|tcg forces QEMU's accelerator; by default KVM is used only when
 # a short probe boot shows that it works (qemu/accel.py).
 export ACCEL
@@ -78,7 +81,7 @@ export EXPECT_FEATURE
 
 .PHONY: help deps tree apply export kernel toolchains selftests perf perf-asan perf-python initramfs vmtest test-perf \
 	verdict vmtest-debug stress stress-kcsan stress-run test checkpatch apply-fresh bisect-build check \
-	kunit clean kernel-doc sparse submit-check send bench
+	kunit clean kernel-doc sparse submit-check send bench fuzz
 
 help: ## list the targets
 	@echo "usage: make TARGET [KERNEL=DIR] [CONFIG=normal|debug|stress|kcsan] [FILTER=gtest-filter] [PERF_TREE=DIR]"
@@ -150,9 +153,13 @@ vmtest-debug: ## make vmtest on the debug kernel (KASAN, lockdep, atomic sleep)
 
 # The host tests are told what make built for this tree (KERNEL=DIR
 # too); the perf cases are test-perf's alone, so make check runs them once.
-test: deps selftests ## the harness's own tests on the host (pytest, no VM; perf's in test-perf)
+test: deps selftests $(TREE_DEP) ## the harness's own tests on the host (pytest, no VM; perf's in test-perf), a short fuzz
 	@VMTEST_LIB_UNITTEST="$(ST_BUILD)/lib_unittest" \
 		$(PYTEST) -q tests --ignore=tests/test_perf_tools.py
+	@bash ci/fuzz.sh $(FUZZ_TEST_S) "$(KSRC)"
+
+fuzz: deps $(TREE_DEP) ## fuzz the kernel's SFrame reader on the host, FUZZ_S seconds (libFuzzer, ASan, UBSan)
+	@bash ci/fuzz.sh $(FUZZ_S) "$(KSRC)"
 
 test-perf: perf perf-asan ## the tree's perf (and its ASan build) on crafted perf.data files (host, no VM)
 	@VMTEST_PERF="$(PERF_OUT)/perf" VMTEST_PERF_ASAN="$(PERF_OUT)-asan/perf" \
