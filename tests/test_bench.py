@@ -287,3 +287,17 @@ def test_fallback_paths_are_summed_and_named(tmp_path):
     # Without a map the addresses stay as they are.
     assert "0xffffffff81002180" in bench.fallback_report(bench.parse(text), [])
     assert bench.fallback_report(bench.parse(""), []).startswith("no sample")
+
+
+def test_sframe_fallbacks_line():
+    """bench-sframe: the reader's refusals over the bench, by reason."""
+    from bench.cli import sframe_line
+    r = bench.parse("bench-sframe status=ok version=0 register_rule=3 "
+                    "signal_frame=0\n")
+    assert r["sframe"]["register_rule"] == 3
+    assert sframe_line(r["sframe"]).endswith("refused): register_rule 3")
+    r = bench.parse("bench-sframe status=ok version=0 malformed=0\n")
+    assert sframe_line(r["sframe"]).endswith("): none")
+    r = bench.parse("bench-sframe status=unavailable\n")
+    assert "not counted" in sframe_line(r["sframe"])
+    assert "not reported" in sframe_line(load(SERIES).get("sframe"))

@@ -20,6 +20,8 @@ def parse(text):
             r["workloads"].append(fields(line))
         elif tag == "bench-run":
             r["runs"].append(fields(line))
+        elif tag == "bench-sframe":
+            r["sframe"] = fields(line)
         elif tag == "bench-fallback":
             r.setdefault("fallbacks", []).append(fields(line))
         elif tag == "bench-end":
