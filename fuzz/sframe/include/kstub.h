@@ -92,4 +92,12 @@ static inline unsigned long copy_from_user(void *dst, const void *src,
 	return 0;
 }
 
+#define get_user(x, ptr)                                                  \
+	({                                                                \
+		__typeof__(x) v_;                                         \
+		unsigned long r_ = copy_from_user(&v_, (ptr), sizeof(*(ptr))); \
+		(x) = r_ ? 0 : v_;                                        \
+		r_ ? -EFAULT : 0;                                         \
+	})
+
 #endif
