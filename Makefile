@@ -69,6 +69,9 @@ STRESS_S   ?= 180
 # STRESS_ARGS=--percpu-groups,--repro-group-hotplug: more options for
 # the guest program (selftests/stress.cc).
 STRESS_ARGS ?=
+# Seconds of fuzzing of the SFrame reader: make fuzz, and make test's run.
+FUZZ_S ?= 600
+FUZZ_TEST_S ?= 10
 # ACCEL=kvm|tcg forces QEMU's accelerator; by default KVM is used only when
 # a short probe boot shows that it works (qemu/accel.py).
 export ACCEL
@@ -76,9 +79,9 @@ export ACCEL
 # yes when the kernel's .config enables the series, CONFIG_UNWIND_USER=y).
 export EXPECT_FEATURE
 
-.PHONY: help deps tree apply export kernel selftests perf perf-asan perf-python initramfs vmtest test-perf \
+.PHONY: help deps tree apply export kernel toolchains selftests perf perf-asan perf-python initramfs vmtest test-perf \
 	verdict vmtest-debug stress stress-kcsan stress-run test checkpatch apply-fresh bisect-build check \
-	kunit clean kernel-doc sparse submit-check send bench mutate golden
+	kunit clean kernel-doc sparse submit-check send bench mutate golden fuzz
 
 help: ## list the targets
 	@echo "usage: make TARGET [KERNEL=DIR] [CONFIG=normal|debug|stress|kcsan] [FILTER=gtest-filter] [PERF_TREE=DIR]"
@@ -100,8 +103,14 @@ export: deps ## regenerate patches/fixes/ and patches/feature/ from build/linux'
 kernel: deps $(TREE_DEP) ## configure (every option verified) and build the guest kernel
 	@bash ci/build-kernel.sh "$(KSRC)" "$(KOBJ)" $(FRAGMENTS)
 
-selftests: deps ## build the C++ GoogleTest selftests (static) and 32-bit helpers
-	@cmake -S selftests -B $(ST_BUILD) -DCMAKE_BUILD_TYPE= >/dev/null
+# The binutils of three Debian suites, one per SFrame version, for the
+# SFrame helpers (ci/toolchains.sh: fetched once, cached in build/).
+toolchains: deps ## fetch Debian bookworm's, trixie's and sid's binutils (SFrame v1, v2, v3) into build/toolchains
+	@bash ci/toolchains.sh $(BUILD)/toolchains
+
+selftests: deps toolchains ## build the C++ GoogleTest selftests (static), 32-bit and SFrame helpers
+	@cmake -S selftests -B $(ST_BUILD) -DCMAKE_BUILD_TYPE= \
+		-DSFRAME_TOOLCHAINS=$(BUILD)/toolchains >/dev/null
 	@$(MAKE) -s -C $(ST_BUILD) -j$$(nproc) >$(ST_BUILD)/build.log 2>&1 || \
 		{ grep -E 'error|Error' $(ST_BUILD)/build.log | head -30; \
 		  echo "selftests build failed: $(ST_BUILD)/build.log"; exit 1; }
@@ -152,9 +161,13 @@ mutate: deps tree ## break each guarded behaviour in a worktree: its named tests
 
 # The host tests are told what make built for this tree (KERNEL=DIR
 # too); the perf cases are test-perf's alone, so make check runs them once.
-test: deps selftests ## the harness's own tests on the host (pytest, no VM; perf's in test-perf)
+test: deps selftests $(TREE_DEP) ## the harness's own tests on the host (pytest, no VM; perf's in test-perf), a short fuzz
 	@VMTEST_LIB_UNITTEST="$(ST_BUILD)/lib_unittest" \
 		$(PYTEST) -q tests --ignore=tests/test_perf_tools.py
+	@FUZZ_OPTIONAL=1 bash ci/fuzz.sh $(FUZZ_TEST_S) "$(KSRC)"
+
+fuzz: deps $(TREE_DEP) ## fuzz the kernel's SFrame reader on the host, FUZZ_S seconds (libFuzzer, ASan, UBSan)
+	@bash ci/fuzz.sh $(FUZZ_S) "$(KSRC)"
 
 test-perf: perf perf-asan ## the tree's perf (and its ASan build) on crafted perf.data files (host, no VM)
 	@VMTEST_PERF="$(PERF_OUT)/perf" VMTEST_PERF_ASAN="$(PERF_OUT)-asan/perf" \

@@ -24,6 +24,8 @@ PKGS=(
 	python3-ply python3-git
 	# make sparse
 	sparse
+	# make fuzz (and make test's short run): libFuzzer, ASan, UBSan
+	clang libclang-rt-dev
 	# make send: git send-email and the Perl modules it needs (addresses,
 	# SMTP over TLS with authentication)
 	git-email libmailtools-perl libauthen-sasl-perl libio-socket-ssl-perl

@@ -36,6 +36,10 @@
  * pointers, through the same number of frames.
  *
  * A mode the kernel lacks prints status=unsupported with the errno.
+ *
+ * bench-sframe: the SFrame tables and rows the kernel's reader refused
+ * during the bench, by reason (debugfs unwind_user/sframe_fallbacks): each
+ * made the walk fall back to frame pointers for that frame.
  */
 #include <asm/perf_regs.h>
 #include <errno.h>
@@ -780,6 +784,21 @@ void exit_path(int rep)
 	       kCalls, (double)(t1 - t0) / kCalls);
 }
 
+/* The kernel's SFrame refusal counts by reason; empty without them. */
+std::map<std::string, long> sframe_fallbacks()
+{
+	std::map<std::string, long> m;
+	std::string text =
+		work::read_file("/sys/kernel/debug/unwind_user/sframe_fallbacks");
+	char name[64];
+	long n;
+	int used;
+	for (const char *p = text.c_str();
+	     sscanf(p, "%63s %ld%n", name, &n, &used) == 2; p += used)
+		m[name] = n;
+	return m;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -819,6 +838,7 @@ int main(int argc, char **argv)
 		if (fd >= 0)
 			close(fd);
 	}
+	std::map<std::string, long> fb = sframe_fallbacks();
 	std::map<std::string, uint64_t> iters;
 	for (const Workload &w : p.workloads) {
 		iters[w.name] = calibrate(p, w);
@@ -843,6 +863,12 @@ int main(int argc, char **argv)
 					runs++;
 					failed += r.status == "error";
 				}
+	std::map<std::string, long> fb_end = sframe_fallbacks();
+	std::string fbs = fb_end.empty() ? " status=unavailable" : " status=ok";
+	for (const auto &[name, n] : fb_end)
+		fbs += " " + name + "=" +
+		       std::to_string(n - (fb.count(name) ? fb[name] : 0));
+	printf("bench-sframe%s\n", fbs.c_str());
 	printf("bench-end runs=%d errors=%d\n", runs, failed);
 	return failed ? 1 : 0;
 }

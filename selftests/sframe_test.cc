@@ -7,21 +7,31 @@
  * The helpers (helpers/sframe/) make 200 raw getppid() calls from a known
  * stack, with junk in %rbp; a syscalls:sys_enter_getppid event with
  * defer_callchain samples every call, and an in-place event in its group
- * sees the same hits. Checked:
+ * sees the same hits. The .sframe helpers are built by real toolchains,
+ * one per SFrame version they write (ci/toolchains.sh): Debian bookworm's
+ * binutils 2.40 (version 1), trixie's 2.44 (version 2) and sid's 2.47
+ * (version 3, GNU as's default since 2.46). Checked, for each:
  *
- *  - sframe_stack (-fomit-frame-pointer, .sframe): every deferred record
- *    holds sf_inner, sf_middle, sf_outer, main in that order;
- *  - sframe_stack_nosframe (the same source without .sframe): no record
- *    holds them, the frame-pointer walk stops at the leaf;
- *  - sframe_mixed: frame-pointer code calling .sframe code calling
+ *  - sframe_stack_<suite> (-fomit-frame-pointer, .sframe): every deferred
+ *    record holds sf_inner, sf_middle, sf_outer, main in that order;
+ *  - sframe_mixed_<suite>: frame-pointer code calling .sframe code calling
  *    frame-pointer code, and the reverse, in one program: every frame,
  *    in order;
+ *  - sframe_stack_nosframe (the same source without .sframe): no record
+ *    holds them, the frame-pointer walk stops at the leaf;
  *  - for each, the in-place chain of the same hit (perf's in-place walk
  *    follows frame pointers only) is printed beside it, and must start at
  *    the same ip.
+ *
+ * Each helper's toolchain and SFrame version are printed, and the
+ * kernel's count of tables and rows its reader refused
+ * (debugfs unwind_user/sframe_fallbacks) over the run, where it has one.
+ * A helper that was not built (its toolchain could not be fetched) fails
+ * the test on a kernel with the feature.
  */
 #include <elf.h>
 #include <gtest/gtest.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -45,9 +55,10 @@ constexpr const char *kWhy =
 	"their whole deferred user stack (doc/kernel.md: SFrame; not in "
 	"upstream)";
 
-/* 1 when the ELF64 file has a PT_GNU_SFRAME program header, 0 when not,
- * -1 when it cannot be read. */
-int has_sframe_phdr(const std::string &path)
+/* The SFrame version of the section the ELF64 file's PT_GNU_SFRAME
+ * program header points at, 0 when it has none, -1 when it cannot be
+ * read. */
+int sframe_version(const std::string &path)
 {
 	std::ifstream in(path, std::ios::binary);
 	Elf64_Ehdr eh;
@@ -60,10 +71,61 @@ int has_sframe_phdr(const std::string &path)
 		in.seekg(eh.e_phoff + i * sizeof(ph));
 		if (!in.read((char *)&ph, sizeof(ph)))
 			return -1;
-		if (ph.p_type == kPtGnuSframe)
-			return 1;
+		if (ph.p_type != kPtGnuSframe)
+			continue;
+		unsigned char pre[4]; /* magic 0xdee2, version, flags */
+		in.seekg(ph.p_offset);
+		if (!in.read((char *)pre, sizeof(pre)) || pre[0] != 0xe2 ||
+		    pre[1] != 0xde)
+			return -1;
+		return pre[2];
 	}
 	return 0;
+}
+
+/* What the helper says it was built with (--toolchain). */
+std::string toolchain_of(const std::string &path)
+{
+	std::string out;
+	FILE *f = popen((path + " --toolchain").c_str(), "r");
+	if (!f)
+		return "?";
+	char buf[256];
+	while (fgets(buf, sizeof(buf), f))
+		out += buf;
+	pclose(f);
+	while (!out.empty() && out.back() == '\n')
+		out.pop_back();
+	return out;
+}
+
+/* The kernel's refusal counts (name -> count), empty without them. */
+std::map<std::string, long> fallbacks()
+{
+	std::map<std::string, long> m;
+	std::istringstream in(
+		work::read_file("/sys/kernel/debug/unwind_user/sframe_fallbacks"));
+	std::string name;
+	long n;
+	while (in >> name >> n)
+		m[name] = n;
+	return m;
+}
+
+std::string fallbacks_since(const std::map<std::string, long> &before)
+{
+	std::map<std::string, long> now = fallbacks();
+	if (now.empty())
+		return "not counted by this kernel";
+	std::ostringstream o;
+	long total = 0;
+	for (const auto &[name, n] : now) {
+		long d = n - (before.count(name) ? before.at(name) : 0);
+		total += d;
+		if (d)
+			o << " " << name << " " << d;
+	}
+	return total ? o.str().substr(1) : "none";
 }
 
 std::string chain_str(const std::vector<uint64_t> &ips,
@@ -126,6 +188,7 @@ void record(const std::string &helper, const std::vector<std::string> &args,
 		ASSERT_NE(want.back(), nullptr) << f << " not in " << path;
 	}
 
+	std::map<std::string, long> fb = fallbacks();
 	work::Child child;
 	session::Session s;
 	session::Options o;
@@ -203,6 +266,8 @@ void record(const std::string &helper, const std::vector<std::string> &args,
 	       "%s, %d with the whole stack; e.g. %s\n",
 	       c->inplace_from_leaf, want_names[0].c_str(), c->inplace_full,
 	       c->inplace_example.c_str());
+	printf("# SFrame tables and rows the kernel refused meanwhile (any "
+	       "task): %s\n", fallbacks_since(fb).c_str());
 	/* Records the walk made of the leaf at all, whatever it found. */
 	EXPECT_GE(c->from_leaf, kCalls * 9 / 10) << "too few records from "
 						 << want_names[0];
@@ -212,76 +277,109 @@ void record(const std::string &helper, const std::vector<std::string> &args,
 		<< "deferred chains not starting at the sampled ip";
 }
 
-/* The premise of a test: the helper has .sframe (or not). */
+/* The premise of a test: the helper has .sframe of that version (0: none). */
 #define ASSERT_SFRAME(helper, want)                                        \
 	do {                                                               \
 		std::string p_ = work::helper_path(helper);                \
-		ASSERT_EQ(has_sframe_phdr(p_), (want) ? 1 : 0)             \
-			<< p_ << (want ? " lacks" : " has")                \
-			<< " a PT_GNU_SFRAME header: built wrong";         \
+		ASSERT_EQ(sframe_version(p_), (want))                      \
+			<< p_ << ": the SFrame version of its "            \
+			<< "PT_GNU_SFRAME section (0: none): built wrong"; \
 	} while (0)
 
-TEST(SFrame, DeferredChainHoldsTheWholeStack)
+/*
+ * The helper built with suite's binutils, which write SFrame version
+ * version: present (on a kernel with the feature a missing one fails: its
+ * toolchain could not be fetched), with a section of that version.
+ */
+#define ASSERT_TOOLCHAIN_HELPER(helper, suite, version)                     \
+	do {                                                               \
+		std::string p_ = work::helper_path(helper);                \
+		ASSERT_EQ(access(p_.c_str(), X_OK), 0)                     \
+			<< p_ << " was not built: Debian " suite "'s "     \
+			<< "binutils could not be fetched (make "          \
+			<< "selftests runs ci/toolchains.sh; see "         \
+			<< "build/toolchains/" suite ".log)";              \
+		ASSERT_SFRAME(helper, version);                            \
+		printf("# %s: built with %s\n", helper,                    \
+		       toolchain_of(p_).c_str());                          \
+	} while (0)
+
+/* sframe_stack_<suite>: every record holds the whole stack. */
+void whole_stack(const char *helper)
 {
-	EXTENSION(kWhy);
-	SKIP_UNLESS_DEFER_CALLCHAIN();
-	SKIP_UNLESS_HELPER("sframe_stack");
-	ASSERT_SFRAME("sframe_stack", true);
 	Chains c;
-	record("sframe_stack", { std::to_string(kCalls) },
+	record(helper, { std::to_string(kCalls) },
 	       { "sf_inner", "sf_middle", "sf_outer", "main" }, &c);
-	if (HasFatalFailure() || IsSkipped())
+	if (::testing::Test::HasFatalFailure() || ::testing::Test::IsSkipped())
 		return;
 	EXPECT_EQ(c.full, c.records)
 		<< "deferred chains without sf_inner's callers (no SFrame "
-		   "unwinder in this kernel?); first: " << c.first_bad;
+		   "unwinder for this version?); first: " << c.first_bad;
 }
+
+/* sframe_mixed_<suite> in mode (fp-sf-fp, sf-fp-sf): every frame. */
+void mixed(const char *helper, const std::string &mode,
+	   const std::vector<std::string> &want)
+{
+	Chains c;
+	record(helper, { mode, std::to_string(kCalls) }, want, &c);
+	if (::testing::Test::HasFatalFailure() || ::testing::Test::IsSkipped())
+		return;
+	EXPECT_EQ(c.full, c.records)
+		<< "deferred chains missing a frame; first: " << c.first_bad;
+}
+
+const std::vector<std::string> kFpSfFp = { "mx_fp_callback", "mx_sf_lib",
+					   "mx_fp_outer", "main" };
+const std::vector<std::string> kSfFpSf = { "mx_sf_callback", "mx_fp_lib",
+					   "mx_sf_outer", "main" };
+
+/* One test per toolchain and helper; the names say the SFrame version. */
+#define SFRAME_TESTS(Suite, suite, version)                                 \
+	TEST(SFrame, WholeStack##Suite##V##version)                         \
+	{                                                                  \
+		EXTENSION(kWhy);                                           \
+		SKIP_UNLESS_DEFER_CALLCHAIN();                             \
+		ASSERT_TOOLCHAIN_HELPER("sframe_stack_" suite, suite,      \
+					version);                          \
+		whole_stack("sframe_stack_" suite);                        \
+	}                                                                  \
+	TEST(SFrame, MixedFpSfFp##Suite##V##version)                        \
+	{                                                                  \
+		EXTENSION(kWhy);                                           \
+		SKIP_UNLESS_DEFER_CALLCHAIN();                             \
+		ASSERT_TOOLCHAIN_HELPER("sframe_mixed_" suite, suite,      \
+					version);                          \
+		mixed("sframe_mixed_" suite, "fp-sf-fp", kFpSfFp);         \
+	}                                                                  \
+	TEST(SFrame, MixedSfFpSf##Suite##V##version)                        \
+	{                                                                  \
+		EXTENSION(kWhy);                                           \
+		SKIP_UNLESS_DEFER_CALLCHAIN();                             \
+		ASSERT_TOOLCHAIN_HELPER("sframe_mixed_" suite, suite,      \
+					version);                          \
+		mixed("sframe_mixed_" suite, "sf-fp-sf", kSfFpSf);         \
+	}
+
+SFRAME_TESTS(Bookworm, "bookworm", 1)
+SFRAME_TESTS(Trixie, "trixie", 2)
+SFRAME_TESTS(Sid, "sid", 3)
 
 TEST(SFrame, WithoutSFrameTheChainStopsAtTheLeaf)
 {
 	EXTENSION(kWhy);
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	SKIP_UNLESS_HELPER("sframe_stack_nosframe");
-	ASSERT_SFRAME("sframe_stack_nosframe", false);
+	ASSERT_SFRAME("sframe_stack_nosframe", 0);
 	Chains c;
 	record("sframe_stack_nosframe", { std::to_string(kCalls) },
 	       { "sf_inner", "sf_middle", "sf_outer", "main" }, &c);
 	if (HasFatalFailure() || IsSkipped())
 		return;
-	/* The control: what the first test proves is .sframe's doing. */
+	/* The control: what the tests above prove is .sframe's doing. */
 	EXPECT_EQ(c.full, 0) << "the whole stack without .sframe: %rbp is "
 				"junk, nothing but .sframe can find it: "
 			     << c.example;
-}
-
-TEST(SFrame, MixedFramePointerSFrameFramePointer)
-{
-	EXTENSION(kWhy);
-	SKIP_UNLESS_DEFER_CALLCHAIN();
-	SKIP_UNLESS_HELPER("sframe_mixed");
-	ASSERT_SFRAME("sframe_mixed", true);
-	Chains c;
-	record("sframe_mixed", { "fp-sf-fp", std::to_string(kCalls) },
-	       { "mx_fp_callback", "mx_sf_lib", "mx_fp_outer", "main" }, &c);
-	if (HasFatalFailure() || IsSkipped())
-		return;
-	EXPECT_EQ(c.full, c.records)
-		<< "deferred chains missing a frame; first: " << c.first_bad;
-}
-
-TEST(SFrame, MixedSFrameFramePointerSFrame)
-{
-	EXTENSION(kWhy);
-	SKIP_UNLESS_DEFER_CALLCHAIN();
-	SKIP_UNLESS_HELPER("sframe_mixed");
-	ASSERT_SFRAME("sframe_mixed", true);
-	Chains c;
-	record("sframe_mixed", { "sf-fp-sf", std::to_string(kCalls) },
-	       { "mx_sf_callback", "mx_fp_lib", "mx_sf_outer", "main" }, &c);
-	if (HasFatalFailure() || IsSkipped())
-		return;
-	EXPECT_EQ(c.full, c.records)
-		<< "deferred chains missing a frame; first: " << c.first_bad;
 }
 
 } // namespace

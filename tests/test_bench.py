@@ -344,3 +344,17 @@ def test_an_exitpath_run_has_no_rows_and_prints_the_loop(tmp_path, capsys):
     assert "bench: exit path: getppid without events 900 ns per call" in out
     with open(os.path.join(run, "summary.txt")) as f:
         assert "exit path: getppid without events 900 ns" in f.read()
+
+
+def test_sframe_fallbacks_line():
+    """bench-sframe: the reader's refusals over the bench, by reason."""
+    from bench.cli import sframe_line
+    r = bench.parse("bench-sframe status=ok version=0 register_rule=3 "
+                    "signal_frame=0\n")
+    assert r["sframe"]["register_rule"] == 3
+    assert sframe_line(r["sframe"]).endswith("refused): register_rule 3")
+    r = bench.parse("bench-sframe status=ok version=0 malformed=0\n")
+    assert sframe_line(r["sframe"]).endswith("): none")
+    r = bench.parse("bench-sframe status=unavailable\n")
+    assert "not counted" in sframe_line(r["sframe"])
+    assert "not reported" in sframe_line(load(SERIES).get("sframe"))

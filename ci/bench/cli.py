@@ -17,6 +17,18 @@ from .outputs import write_all
 from .symbols import read_system_map
 
 
+def sframe_line(sf):
+    """What the bench-sframe line says: the SFrame refusals by reason."""
+    if not sf:
+        return "SFrame fallbacks: not reported (an older bench program)"
+    if sf.get("status") != "ok":
+        return "SFrame fallbacks: not counted by this kernel"
+    counts = {k: v for k, v in sf.items() if k != "status"}
+    hits = ", ".join(f"{k} {v}" for k, v in counts.items() if str(v) != "0")
+    return ("SFrame fallbacks to frame pointers (tables and rows the "
+            "reader refused): " + (hits or "none"))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run_dir")
@@ -43,6 +55,7 @@ def main(argv=None):
     print(table(rows))
     for line in exit_path(parsed):
         print(f"bench: {line}")
+    print("bench: " + sframe_line(parsed.get("sframe")))
 
     syms = []
     if a.system_map and os.path.exists(a.system_map):

@@ -22,6 +22,8 @@ def parse(text):
             r["runs"].append(fields(line))
         elif tag == "bench-exitpath":
             r["exitpath"].append(fields(line))
+        elif tag == "bench-sframe":
+            r["sframe"] = fields(line)
         elif tag == "bench-fallback":
             r.setdefault("fallbacks", []).append(fields(line))
         elif tag == "bench-end":

@@ -58,6 +58,7 @@ def write_all(run_dir, parsed, rows, syms):
     with open(os.path.join(run_dir, "summary.json"), "w") as f:
         json.dump({"start": parsed["start"], "feature": parsed["feature"],
                    "counters": parsed["counters"],
+                   "sframe": parsed.get("sframe"),
                    "workloads": parsed["workloads"], "rows": rows,
                    "runs": parsed["runs"]}, f, indent=1)
     with open(os.path.join(run_dir, "summary.txt"), "w") as f:

@@ -15,7 +15,9 @@
  * frame but then the saved %rbp of mx_fp_outer, skipping it.
  *
  * usage: sframe_mixed fp-sf-fp|sf-fp-sf [N]   (N getppid() calls)
+ *        sframe_mixed --toolchain   (prints the binutils it was built with)
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,11 +49,19 @@ NOINLINE long mx_fp_outer(long n)
 	return r + pad[1];
 }
 
+#ifndef SF_TOOLCHAIN
+#define SF_TOOLCHAIN "the machine's binutils"
+#endif
+
 int main(int argc, char **argv)
 {
 	long n = argc > 2 ? atol(argv[2]) : 200;
 	long r;
 
+	if (argc > 1 && !strcmp(argv[1], "--toolchain")) {
+		puts(SF_TOOLCHAIN);
+		return 0;
+	}
 	if (argc > 1 && !strcmp(argv[1], "fp-sf-fp"))
 		r = mx_fp_outer(n);
 	else if (argc > 1 && !strcmp(argv[1], "sf-fp-sf"))

@@ -15,13 +15,23 @@
  * when the kernel reads .sframe, and [ip in sf_inner] alone when it can
  * only follow frame pointers.
  *
+ * It is built with the GNU as and ld of several Debian suites, one per
+ * SFrame version (sframe_stack_<suite>, selftests/CMakeLists.txt).
+ *
  * usage: sframe_stack [N]    (N getppid() calls, default 200)
+ *        sframe_stack --toolchain   (prints the binutils it was built with)
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sframe_syscall.h"
 
 #define NOINLINE __attribute__((noinline))
+
+#ifndef SF_TOOLCHAIN
+#define SF_TOOLCHAIN "the machine's binutils"
+#endif
 
 /* Stack arrays the compiler must keep: their sum is returned. */
 #define FRAME(n)                                                       \
@@ -58,6 +68,11 @@ NOINLINE long sf_outer(long n)
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 200;
+
+	if (argc > 1 && !strcmp(argv[1], "--toolchain")) {
+		puts(SF_TOOLCHAIN);
+		return 0;
+	}
 
 	return sf_outer(n) == -1; /* never: getppid() is not negative */
 }

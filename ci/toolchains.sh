@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# usage: toolchains.sh DIR
+#
+# The GNU assemblers and linkers the SFrame selftests' helpers are built
+# with, one per SFrame version users' toolchains write:
+#
+#   bookworm  binutils 2.40   SFrame version 1
+#   trixie    binutils 2.44   SFrame version 2
+#   sid       binutils 2.47+  SFrame version 3 (GNU as's default since 2.46)
+#
+# Each suite's binutils and the libraries they run on (glibc included: a
+# newer binutils needs a newer glibc than the machine's) are fetched from
+# the machine's Debian archive with ci/fetch-deb.sh and unpacked under
+# DIR/SUITE/root, without touching the machine's packages. DIR/SUITE/bin
+# gets `as` and `ld` wrappers that run them through the suite's own
+# dynamic loader, for `gcc -B DIR/SUITE/bin/`, and DIR/SUITE/version says
+# what they are ("binutils 2.44-3 (trixie), SFrame version 2"), as measured
+# by assembling a function and reading its .sframe header.
+#
+# Cached: a suite whose wrappers work is not fetched again, so a build costs
+# no network once done; TOOLCHAINS_REFRESH=1 fetches the suites' current
+# versions. A suite that cannot be fetched is reported and left out (exit
+# 0): the selftests built without its helpers then fail on a kernel with
+# the feature, naming it.
+. "$(dirname "$0")/lib.sh"
+
+[ $# -eq 1 ] || die "usage: toolchains.sh DIR"
+mkdir -p "$1"
+dir=$(cd "$1" && pwd)
+
+SUITES=(bookworm:1 trixie:2 sid:3)
+PKGS=(binutils-x86-64-linux-gnu libbinutils libctf-nobfd0 libctf0
+	libjansson4 libzstd1 zlib1g libc6)
+# libsframe's soname follows the format: none in 2.40, 1 in 2.44, 3 later
+declare -A SFRAME_LIB=([bookworm]="" [trixie]=libsframe1 [sid]=libsframe3)
+
+# wrapper SUITE TOOL PROGRAM: DIR/SUITE/bin/TOOL runs PROGRAM of the suite
+wrapper() {
+	local root=$dir/$1/root lib ldso
+	# Older suites' libc6 is not merged-/usr: its files are in /lib
+	lib=$root/usr/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu
+	ldso=$root/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2
+	[ -e "$ldso" ] || ldso=$root/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2
+	cat >"$dir/$1/bin/$2" <<EOF
+#!/bin/sh
+# $2 of Debian $1's binutils, on $1's own glibc (ci/toolchains.sh)
+exec "$ldso" --library-path "$lib" "$root/usr/bin/$3" "\$@"
+EOF
+	chmod +x "$dir/$1/bin/$2"
+}
+
+# sframe_version SUITE: the SFrame version the suite's as writes
+sframe_version() {
+	local tmp
+	tmp=$(mktemp -d)
+	printf '\t.text\nf:\n\t.cfi_startproc\n\tpush %%rbx\n\t.cfi_adjust_cfa_offset 8\n\tpop %%rbx\n\t.cfi_adjust_cfa_offset -8\n\tret\n\t.cfi_endproc\n' >"$tmp/f.s"
+	"$dir/$1/bin/as" --gsframe -o "$tmp/f.o" "$tmp/f.s" &&
+		objcopy -O binary --only-section=.sframe "$tmp/f.o" "$tmp/f.sframe" &&
+		od -An -tu1 -j2 -N1 "$tmp/f.sframe" | tr -d ' '
+	rm -rf "$tmp"
+}
+
+for entry in "${SUITES[@]}"; do
+	suite=${entry%%:*} want=${entry#*:}
+	if [ -z "${TOOLCHAINS_REFRESH:-}" ] && [ -s "$dir/$suite/version" ] &&
+		"$dir/$suite/bin/as" --version >/dev/null 2>&1 &&
+		"$dir/$suite/bin/ld" --version >/dev/null 2>&1; then
+		continue
+	fi
+	rm -rf "${dir:?}/$suite"
+	mkdir -p "$dir/$suite/bin"
+	pkgs=("${PKGS[@]}")
+	[ -z "${SFRAME_LIB[$suite]}" ] || pkgs+=("${SFRAME_LIB[$suite]}")
+	log "toolchains: fetching Debian $suite's binutils"
+	if ! bash "$ROOT/ci/fetch-deb.sh" "$suite" "$dir/$suite/root" "${pkgs[@]}" \
+		>"$dir/$suite.log" 2>&1; then
+		warn "toolchains: could not fetch $suite's binutils ($dir/$suite.log): the SFrame helpers of $suite are not built"
+		rm -rf "${dir:?}/$suite"
+		continue
+	fi
+	wrapper "$suite" as x86_64-linux-gnu-as
+	wrapper "$suite" ld x86_64-linux-gnu-ld.bfd
+	ver=$(sed -n 's/^binutils-x86-64-linux-gnu //p' "$dir/$suite/root/versions")
+	got=$(sframe_version "$suite") || got=
+	if [ "$got" != "$want" ]; then
+		warn "toolchains: $suite's as ($ver) writes SFrame version '${got:-none}', not $want: its helpers are not built"
+		rm -rf "${dir:?}/$suite"
+		continue
+	fi
+	echo "binutils $ver ($suite), SFrame version $got" >"$dir/$suite/version"
+done
+
+for entry in "${SUITES[@]}"; do
+	suite=${entry%%:*}
+	[ -s "$dir/$suite/version" ] && log "toolchains: $(cat "$dir/$suite/version")"
+done
+exit 0
