@@ -230,6 +230,39 @@ def test_a_taint_during_the_run_fails(tmp_path):
     assert_fails(run.dir, "tainted during the run", "new flags W")
 
 
+def taint_end(run, flags):
+    text = run.read("results.log")
+    start = int(re.search(r"vmtest-taint-start: (\d+)", text).group(1))
+    run.write("results.log", re.sub(r"vmtest-taint-end: \d+",
+                                    f"vmtest-taint-end: {start | flags}",
+                                    text))
+
+
+FANOTIFY_TAINT = ("[   15.134607] sframe_mm_test (621): Using fanotify "
+                  "permission checks may lead to deadlock; tainting kernel\n")
+
+
+def test_debians_fanotify_taint_is_explained_by_its_console_line(tmp_path):
+    run = Run(tmp_path)
+    taint_end(run, 1 << 16)
+    run.write("console.log", FANOTIFY_TAINT + run.read("console.log"))
+    code, out = verdict(run.dir)
+    assert code == 0 and "tainted" not in out, out
+
+
+def test_the_aux_taint_without_its_line_fails(tmp_path):
+    run = Run(tmp_path)
+    taint_end(run, 1 << 16)
+    assert_fails(run.dir, "tainted during the run", "new flags X")
+
+
+def test_the_fanotify_line_explains_no_other_taint(tmp_path):
+    run = Run(tmp_path)
+    taint_end(run, 1 << 16 | 1 << 9)
+    run.write("console.log", FANOTIFY_TAINT + run.read("console.log"))
+    assert_fails(run.dir, "tainted during the run", "new flags W")
+
+
 def test_an_empty_console_fails(tmp_path):
     run = Run(tmp_path)
     run.write("console.log", "")
