@@ -190,7 +190,7 @@ bool has_known_user_stack(const Sample &s)
 
 /*
  * A sample whose deferred user part was not merged into it ends with its
- * cookie, shown as an unresolved user frame (as upstream perf shows it),
+ * cookie, shown as upstream perf shows it ("<cookie> (cookie) ([unknown])"),
  * right after its kernel frames (or alone, for a sample taken in user
  * mode).
  */
@@ -199,7 +199,7 @@ bool ends_with_cookie(const Sample &s)
 	if (s.frames.empty())
 		return false;
 	const Frame &last = s.frames.back();
-	if (last.kernel() || last.sym != "[unknown]" ||
+	if (last.kernel() || last.sym != "(cookie)" ||
 	    last.dso.find("[unknown]") == std::string::npos)
 		return false;
 	return std::all_of(s.frames.begin(), s.frames.end() - 1,
