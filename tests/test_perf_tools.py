@@ -857,3 +857,30 @@ def test_pipe_with_newer_features_is_read(tmp_path):
         assert r.returncode == 0, r.stderr
     r = perf_stdin(path, "script", "-F", "tid,ip")
     assert addresses(r.stdout)[0][1] == pd.KERNEL_IPS + pd.USER_IPS, r.stdout
+
+
+# Upstream perf 7.2's text for the same data (SPEC §6): scripts parse it.
+
+def test_unmerged_cookie_frame_as_upstream(basic):
+    """The cookie that ends an unmerged sample: '(cookie)' where the
+    symbol goes, as upstream prints it (was '[unknown]')."""
+    r = perf("script", "-i", basic, "-F", "tid,ip,sym,dso", "--no-merge-callchains")
+    samples = [b for b in blocks(r.stdout) if "DEFERRED CALLCHAIN" not in b[0]]
+    assert samples and all(re.fullmatch(r"\s*[12]00[12] \(cookie\) \(\[unknown\]\)", b[-1])
+                           for b in samples), r.stdout[:2000]
+    assert "(cookie)" not in "".join(l for b in samples for l in b[1:-1])
+
+
+def test_raw_dump_sample_lines_as_upstream(basic):
+    """-D: upstream labels every context marker and ends a deferred
+    sample's chain with '...... (deferred)'."""
+    out = perf("script", "-D", "-i", basic).stdout
+    chain = re.search(r"\.\.\. FP chain: nr:5\n((?:\.\.\.\.\. .*\n)+)(.*)\n", out)
+    assert chain, out[:3000]
+    assert chain.group(1).splitlines() == [
+        ".....  0: ffffffffffffff80 (PERF_CONTEXT_KERNEL)",
+        ".....  1: ffffffff81000100",
+        ".....  2: ffffffff81000200",
+        ".....  3: fffffffffffffd80 (PERF_CONTEXT_USER_DEFERRED)",
+        ".....  4: 0000000000001001"], chain.group(0)
+    assert chain.group(2) == "...... (deferred)", chain.group(0)
