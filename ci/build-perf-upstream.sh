@@ -8,8 +8,8 @@
 # off). The result is OUT_DIR/perf; the guest has it as /bin/perf-upstream
 # and its tests record with each perf and read with the other.
 #
-# Only what perf's build reads is unpacked (tools/, scripts/, the uapi
-# headers and x86's syscall table), once per package version, into
+# Only what perf's build reads is unpacked (tools/, scripts/, headers,
+# arch/x86 and arm64's sysreg generator), once per package version, into
 # build/perf-upstream-src.
 . "$(dirname "$0")/lib.sh"
 
@@ -27,8 +27,8 @@ if [ "$(cat "$src/.version" 2>/dev/null)" != "$version" ]; then
 	rm -rf "$src" && mkdir -p "$src"
 	tar -xJf "$tarball" -C "$src" --strip-components=1 \
 		"$pkg/Makefile" "$pkg/tools" "$pkg/scripts" "$pkg/include/uapi" \
-		"$pkg/include/linux" "$pkg/arch/x86/include" "$pkg/arch/x86/entry/syscalls" \
-		"$pkg/arch/x86/lib" "$pkg/kernel/events" "$pkg/lib" ||
+		"$pkg/include/linux" "$pkg/arch/x86" "$pkg/arch/arm64/tools" \
+		"$pkg/arch/arm64/include" "$pkg/kernel/events" "$pkg/lib" ||
 		fail "unpacking $tarball failed"
 	echo "$version" >"$src/.version"
 fi

@@ -699,17 +699,18 @@ def no_tid_file(path, threads):
 
 def test_records_without_tid_are_not_quadratic(tmp_path):
     """Each record without a tid looked at every thread held so far:
-    40000 threads took minutes.  The bound is ten times what a linear
-    merge takes here (measured below)."""
+    60000 threads took 17.7 s (100000: 130 s), 0.04 s with the cookie
+    index (the static perf; 0.1 s under ASan), measured 2026-11-26.  The
+    bound leaves a slow machine a hundred times that."""
     import time
     path = str(tmp_path / "notid.data")
-    no_tid_file(path, 40000)
+    no_tid_file(path, 60000)
     t0 = time.monotonic()
     r = perf("report", "--stat", "-i", path)
     took = time.monotonic() - t0
-    print(f"perf report --stat, 40000 threads: {took:.2f} s")
+    print(f"perf report --stat, 60000 threads: {took:.2f} s")
     assert "samples without their deferred user callchain" not in r.stdout, r.stdout[-1000:]
-    assert took < 20, f"{took:.1f} s"
+    assert took < 5, f"{took:.1f} s"
 
 
 def test_report_stat_and_tasks_keep_no_merge(tmp_path):
