@@ -885,3 +885,16 @@ def test_raw_dump_sample_lines_as_upstream(basic):
         ".....  3: fffffffffffffd80 (PERF_CONTEXT_USER_DEFERRED)",
         ".....  4: 0000000000001001"], chain.group(0)
     assert chain.group(2) == "...... (deferred)", chain.group(0)
+
+
+@pytest.mark.parametrize("order", ["callee", "caller"])
+def test_report_has_no_branch_per_cookie(basic, order):
+    """perf report --no-merge-callchains: the cookies that end the
+    unmerged samples (one per kernel entry) made a call graph branch
+    each; the samples of a thread share their kernel stack."""
+    r = perf("report", "--stdio", "--no-children", "--no-merge-callchains",
+             "-g", order, "-i", basic)
+    graph = "\n".join(l for l in r.stdout.splitlines() if not l.startswith("#"))
+    print(graph)
+    assert not re.search(r"0x[12]00[12]\b", graph), graph
+    assert "0xffffffff81000200" in graph
