@@ -58,6 +58,9 @@ else
 PERF_SRC   := $(abspath $(PERF_TREE))
 PERF_OUT   := $(BUILD)/out/$(if $(filter $(BUILD)/linux,$(PERF_SRC)),linux,$(notdir $(PERF_SRC))-$(shell echo $(PERF_SRC) | md5sum | cut -c1-6))/perf
 endif
+# Upstream perf (Linux 7.2's) for the tests that record with one perf and
+# read with the other: one build for every tree.
+PERF_UPSTREAM_OUT := $(BUILD)/out/perf-upstream/perf
 RUN_DIR    := $(OUT)/vmtest-$(CONFIG)
 # make bench: BENCH=quick|full|exitpath (only the untraced getppid loop), in a guest with one vCPU per host core
 # (SMP= overrides): timed runs under TCG do not share a core.
@@ -79,7 +82,7 @@ export ACCEL
 # yes when the kernel's .config enables the series, CONFIG_UNWIND_USER=y).
 export EXPECT_FEATURE
 
-.PHONY: help deps tree apply export kernel toolchains selftests perf perf-asan perf-python initramfs vmtest test-perf \
+.PHONY: help deps tree apply export kernel toolchains selftests perf perf-asan perf-upstream perf-python initramfs vmtest test-perf \
 	verdict vmtest-debug stress stress-kcsan stress-run test checkpatch apply-fresh bisect-build check \
 	kunit clean kernel-doc sparse submit-check send bench mutate golden fuzz
 
@@ -122,11 +125,15 @@ perf: deps $(TREE_DEP) ## build tools/perf of the tree statically for the guest
 perf-asan: deps $(TREE_DEP) ## the same perf for the host with AddressSanitizer (test-perf's hostile streams)
 	@PERF_SANITIZE=address bash ci/build-perf.sh "$(PERF_SRC)" "$(PERF_OUT)-asan"
 
+perf-upstream: deps ## build upstream perf (Linux 7.2's, Debian unstable's linux-source-7.2) for the interop tests
+	@bash ci/build-perf-upstream.sh "$(PERF_UPSTREAM_OUT)"
+
 perf-python: deps $(TREE_DEP) ## build perf's python binding (perf.so) of the tree for Debian's python3
 	@bash ci/build-perf-python.sh "$(PERF_SRC)" "$(PERF_OUT)-python"
 
-initramfs: selftests perf perf-python $(TREE_DEP) ## pack busybox, qemu/init, perf, python3 + perf.so and the selftests
+initramfs: selftests perf perf-upstream perf-python $(TREE_DEP) ## pack busybox, qemu/init, perf, upstream perf, python3 + perf.so and the selftests
 	@PERF_BIN="$(PERF_OUT)/perf" PERF_SHELL="$(PERF_SRC)/tools/perf/tests/shell" \
+		PERF_UPSTREAM_BIN="$(PERF_UPSTREAM_OUT)/perf" \
 		PERF_PYTHON="$(PERF_OUT)-python/perf.so" \
 		bash qemu/mkinitramfs.sh $(INITRD) $(ST_INSTALL) $(KSRC)
 

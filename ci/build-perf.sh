@@ -3,7 +3,8 @@
 #
 # Build tools/perf from the kernel tree as one static binary for the guest:
 # only the `perf` target (the default target's shared objects do not link
-# statically), libelf for symbols, every optional feature off. The result
+# statically), libelf for symbols, zstd for compressed data, every other
+# optional feature off. The result
 # is OUT_DIR/perf; an unchanged tree rebuilds nothing.
 #
 # PERF_SANITIZE=address builds the same perf for the host instead, linked
@@ -28,7 +29,9 @@ mkdir -p "$out"
 # NO_* switch the tree's own Makefiles and Build files test, so a newer
 # tree's new optional parts (a Rust test workload whose static archive
 # fails to link, say) are off too. KEEP lists what the guest's perf needs.
-KEEP=" NO_LIBELF NO_ZLIB NO_SYSCALL_TABLE NO_BIONIC "  # libelf.a needs zlib
+# libelf.a needs zlib; zstd reads 'perf record -z' data (PERF_RECORD_COMPRESSED
+# and 7.x's COMPRESSED2).
+KEEP=" NO_LIBELF NO_ZLIB NO_SYSCALL_TABLE NO_BIONIC NO_LIBZSTD "
 switches=("${PERF_OFF_SWITCHES[@]}" NO_LIBPYTHON=1)
 for sw in $(find "$src/tools/perf" -maxdepth 4 \( -name 'Makefile*' -o -name Build \) \
 		-exec grep -ohE '\b(ifn?def|if(n)?eq \(\$\()\s*\(?NO_[A-Z0-9_]+' {} + |

@@ -7,6 +7,8 @@ PKGS=(
 	# kernel build
 	build-essential bc bison flex libelf-dev libssl-dev cpio kmod rsync
 	xz-utils git ccache
+	# perf: compressed data ('perf record -z', ci/build-perf.sh)
+	libzstd-dev
 	# the default kernel tree (Debian's 6.12.y with Debian's patches)
 	linux-source-6.12
 	# guest

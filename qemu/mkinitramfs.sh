@@ -7,6 +7,8 @@
 # root for device nodes and is byte-for-byte reproducible.
 # (gen_init_cpio is compiled from KERNEL_SRC/usr/gen_init_cpio.c.)
 # PERF_BIN, when set, is the static perf installed as /bin/perf.
+# PERF_UPSTREAM_BIN, when set, is upstream's static perf (make
+# perf-upstream), installed as /bin/perf-upstream for the interop tests.
 # PERF_SHELL, when set, is the tools/perf/tests/shell/ directory of the
 # tree perf is built from: its callchain_defer_*.sh and lib/ are packed as
 # /bin/tests/shell/, where 'perf test' looks for them beside /bin/perf
@@ -102,6 +104,11 @@ python_files() {
 	if [ -n "${PERF_BIN:-}" ]; then
 		[ -x "$PERF_BIN" ] || die "PERF_BIN=$PERF_BIN missing: run 'make perf'"
 		echo "file /bin/perf $(strip_copy "$PERF_BIN") 0755 0 0"
+	fi
+	if [ -n "${PERF_UPSTREAM_BIN:-}" ]; then
+		[ -x "$PERF_UPSTREAM_BIN" ] ||
+			die "PERF_UPSTREAM_BIN=$PERF_UPSTREAM_BIN missing: run 'make perf-upstream'"
+		echo "file /bin/perf-upstream $(strip_copy "$PERF_UPSTREAM_BIN") 0755 0 0"
 	fi
 	if [ -n "${PERF_SHELL:-}" ] && [ -d "$PERF_SHELL" ]; then
 		echo "dir /bin/tests 0755 0 0"

@@ -45,6 +45,8 @@ std::string env_or(const char *name, const char *def)
 }
 
 const std::string kPerfPath = env_or("PERF_TOOL_TEST_PERF", "/bin/perf");
+/* Upstream perf (make perf-upstream: Linux 7.2's), for the interop tests */
+const std::string kUpstreamPath = env_or("PERF_TOOL_TEST_UPSTREAM", "/bin/perf-upstream");
 const std::string kHelpers = env_or("PERF_TOOL_TEST_HELPERS", "/selftests");
 const std::string kHelperPath = kHelpers + "/known_stack";
 const std::string kHelper32Path = kHelpers + "/known_stack_32";
@@ -190,7 +192,7 @@ bool has_known_user_stack(const Sample &s)
 
 /*
  * A sample whose deferred user part was not merged into it ends with its
- * cookie, shown as an unresolved user frame (as upstream perf shows it),
+ * cookie, shown as upstream perf shows it ("<cookie> (cookie) ([unknown])"),
  * right after its kernel frames (or alone, for a sample taken in user
  * mode).
  */
@@ -199,7 +201,7 @@ bool ends_with_cookie(const Sample &s)
 	if (s.frames.empty())
 		return false;
 	const Frame &last = s.frames.back();
-	if (last.kernel() || last.sym != "[unknown]" ||
+	if (last.kernel() || last.sym != "(cookie)" ||
 	    last.dso.find("[unknown]") == std::string::npos)
 		return false;
 	return std::all_of(s.frames.begin(), s.frames.end() - 1,
@@ -634,5 +636,174 @@ TEST(PerfTool, FallsBackWithoutKernelSupport)
 	EXPECT_EQ(res.err.find("without a deferred callchain"), std::string::npos)
 		<< res.err;
 }
+
+/*
+ * Interoperability with upstream perf: a recording made by one perf (the
+ * series' or upstream's, file or pipe, compressed or not) is read by the
+ * other, and each of its samples must have the stack the writing perf
+ * shows for it.  Samples are matched by thread and time (--ns), so the
+ * order the two perfs deliver them in does not matter.
+ */
+struct Stack {
+	std::vector<uint64_t> ips;
+	bool record = false; /* a DEFERRED CALLCHAIN record (unmerged) */
+};
+
+using Stacks = std::map<std::pair<std::string, std::string>, Stack>;
+
+/* perf script -F comm,tid,time,ip --ns: (tid, time) -> addresses */
+Stacks parse_stacks(const std::string &text)
+{
+	Stacks m;
+	for (const auto &s : parse_script(text)) {
+		std::istringstream hs(s.header);
+		std::string comm, tid, time;
+		hs >> comm >> tid >> time;
+		Stack st;
+		st.record = is_deferred_record(s);
+		for (const auto &f : s.frames)
+			st.ips.push_back(f.addr);
+		/* a record and a sample may share a time: keep both */
+		if (st.record)
+			time += "R";
+		m[{tid, time}] = st;
+	}
+	return m;
+}
+
+struct Interop {
+	const char *writer, *reader; /* "ours" or "upstream" */
+	bool pipe, compress, merge;
+};
+
+std::string interop_name(const ::testing::TestParamInfo<Interop> &i)
+{
+	const Interop &p = i.param;
+	return std::string(p.writer) + "_to_" + p.reader + (p.pipe ? "_pipe" : "_file") +
+	       (p.compress ? "_z" : "") + (p.merge ? "" : "_nomerge");
+}
+
+class PerfInterop : public ::testing::TestWithParam<Interop> {};
+
+const std::string &interop_perf(const char *who)
+{
+	return strcmp(who, "ours") ? kUpstreamPath : kPerfPath;
+}
+
+/* Record the helper with WRITER's perf; the path of the data. */
+std::string interop_record(const Interop &p, Result *rec)
+{
+	std::string data = tmpdir() + "/interop-" + p.writer + (p.pipe ? "-pipe" : "-file") +
+			   (p.compress ? "-z" : "") + ".data";
+	static std::map<std::string, Result> made;
+	auto it = made.find(data);
+	if (it != made.end()) {
+		*rec = it->second;
+		return data;
+	}
+	std::string cmd = interop_perf(p.writer) + " record -N -e cpu-clock -F 1000 "
+			  "--call-graph fp,defer" + (p.compress ? " -z" : "") + " -o " +
+			  (p.pipe ? "- > " : "") + data + " -- " + kHelperPath + " 0.3";
+	*rec = run({"/bin/sh", "-c", cmd});
+	rec->err = cmd + "\n" + rec->err;
+	made[data] = *rec;
+	return data;
+}
+
+Result interop_script(const std::string &perf, const std::string &data, bool pipe, bool merge)
+{
+	std::string cmd = perf + " script -F comm,tid,time,ip --ns" +
+			  (merge ? "" : " --no-merge-callchains") +
+			  (pipe ? " -i - < " : " -i ") + data;
+	Result r = run({"/bin/sh", "-c", cmd});
+	r.err = cmd + "\n" + r.err;
+	return r;
+}
+
+TEST_P(PerfInterop, SameStacks)
+{
+	EXTENSION("upstream perf reads the series' perf's data and the other way round: "
+		  "tools, not the kernel ABI");
+	const Interop &p = GetParam();
+	SKIP_UNLESS_PERF();
+	SKIP_UNLESS_EXECUTABLE(kUpstreamPath, "upstream perf (make perf-upstream)");
+	SKIP_UNLESS_EXECUTABLE(kHelperPath, "helper program");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+
+	Result rec;
+	std::string data = interop_record(p, &rec);
+	ASSERT_EQ(rec.status, 0) << rec.err.substr(0, 3000);
+	Result own = interop_script(interop_perf(p.writer), data, p.pipe, p.merge);
+	Result other = interop_script(interop_perf(p.reader), data, p.pipe, p.merge);
+	ASSERT_EQ(own.status, 0) << own.err.substr(0, 3000);
+	ASSERT_EQ(other.status, 0) << other.err.substr(0, 3000);
+	Stacks want = parse_stacks(own.out), got = parse_stacks(other.out);
+
+	int read = 0, equal = 0, late = 0, records = 0;
+	std::string first_diff;
+	for (const auto &w : want) {
+		auto g = got.find(w.first);
+		if (g == got.end())
+			continue;
+		read++;
+		records += w.second.record;
+		if (g->second.ips == w.second.ips) {
+			equal++;
+			continue;
+		}
+		/*
+		 * A sample of the same kernel entry taken after its record
+		 * was written: the series' perf merges it, upstream's leaves
+		 * it with its cookie (perf-script(1)). The kernel part is
+		 * the same, the cookie is where the user part starts.
+		 */
+		const Stack &ours = strcmp(p.reader, "ours") ? w.second : g->second;
+		const Stack &up = strcmp(p.reader, "ours") ? g->second : w.second;
+		if (p.merge && up.ips.size() >= 1 && ours.ips.size() > up.ips.size() - 1 &&
+		    std::equal(up.ips.begin(), up.ips.end() - 1, ours.ips.begin())) {
+			late++;
+			continue;
+		}
+		if (first_diff.empty()) {
+			std::ostringstream d;
+			d << "tid " << w.first.first << " at " << w.first.second << ": "
+			  << p.writer << " shows";
+			for (auto ip : w.second.ips)
+				d << " " << std::hex << ip;
+			d << "; " << p.reader << " shows";
+			for (auto ip : g->second.ips)
+				d << " " << std::hex << ip;
+			first_diff = d.str();
+		}
+	}
+	printf("# %s -> %s, %s%s%s: %d of %zu samples%s read, %d stacks equal, "
+	       "%d merged only by the series' perf (late samples)\n", p.writer, p.reader,
+	       p.pipe ? "pipe" : "file", p.compress ? ", -z" : "",
+	       p.merge ? "" : ", --no-merge-callchains", read, want.size(),
+	       p.merge ? "" : " and records", equal, late);
+	EXPECT_GT(want.size(), 50u) << own.out.substr(0, 2000);
+	EXPECT_EQ((size_t)read, want.size()) << "the reader lost samples:\n"
+					      << other.err.substr(0, 2000);
+	EXPECT_EQ(got.size(), want.size());
+	EXPECT_EQ(equal + late, read) << "first difference: " << first_diff;
+	if (!p.merge) {
+		EXPECT_GT(records, 0) << "no DEFERRED CALLCHAIN record read";
+	}
+}
+
+std::vector<Interop> interop_cases()
+{
+	std::vector<Interop> v;
+	for (const char *w : {"ours", "upstream"})
+		for (bool pipe : {false, true})
+			for (bool z : {false, true})
+				for (bool merge : {true, false})
+					v.push_back({w, strcmp(w, "ours") ? "ours" : "upstream",
+						     pipe, z, merge});
+	return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Both, PerfInterop, ::testing::ValuesIn(interop_cases()),
+			 interop_name);
 
 } // namespace

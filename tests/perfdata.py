@@ -23,7 +23,10 @@ SAMPLE_IP = 1 << 0
 SAMPLE_TID = 1 << 1
 SAMPLE_TIME = 1 << 2
 SAMPLE_CALLCHAIN = 1 << 5
+SAMPLE_ID = 1 << 6
+SAMPLE_CPU = 1 << 7
 SAMPLE_PERIOD = 1 << 8
+SAMPLE_IDENTIFIER = 1 << 16
 
 RECORD_MMAP = 1
 RECORD_EXIT = 4
@@ -33,6 +36,14 @@ RECORD_SAMPLE = 9
 RECORD_CALLCHAIN_DEFERRED = 22
 RECORD_HEADER_ATTR = 64
 RECORD_FINISHED_ROUND = 68
+RECORD_HEADER_FEATURE = 80
+RECORD_COMPRESSED = 81
+RECORD_COMPRESSED2 = 83  # 7.x's, 8-byte aligned
+
+HEADER_COMPRESSED = 27
+HEADER_LAST_FEATURE_612 = 32
+# 7.2's features past 6.12's: CPU_DOMAIN_INFO, E_MACHINE, CLN_SIZE
+HEADER_LAST_FEATURE_72 = 35
 
 MISC_KERNEL = 1
 MISC_USER = 2
@@ -52,10 +63,11 @@ SAMPLE_TYPE = SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | SAMPLE_PERIOD | SAMPLE_CALL
 
 
 def attr(size=ATTR_SIZE_612, flags=ATTR_SAMPLE_ID_ALL | ATTR_DEFER_CALLCHAIN |
-         ATTR_DEFER_OUTPUT, sample_type=SAMPLE_TYPE, extra=b""):
-    """A cpu-clock perf_event_attr of SIZE bytes; EXTRA fills the bytes
-    past 6.12's end (zero by default)."""
-    head = struct.pack("<IIQQQQQ", PERF_TYPE_SOFTWARE, size,
+         ATTR_DEFER_OUTPUT, sample_type=SAMPLE_TYPE, extra=b"", type=PERF_TYPE_SOFTWARE):
+    """A cpu-clock perf_event_attr of SIZE bytes (or an event of another
+    TYPE); EXTRA fills the bytes past 6.12's end (zero by default): 7.x's
+    config4 first."""
+    head = struct.pack("<IIQQQQQ", type, size,
                        PERF_COUNT_SW_CPU_CLOCK, 4000, sample_type, 0, flags)
     body = head.ljust(ATTR_SIZE_612, b"\0")
     tail = extra.ljust(size - ATTR_SIZE_612, b"\0") if size > ATTR_SIZE_612 else b""
@@ -76,6 +88,15 @@ def comm(pid, tid, name, time):
     name = name.encode()[:15] + b"\0"
     name = name.ljust((len(name) + 7) // 8 * 8, b"\0")
     return _record(RECORD_COMM, 0, struct.pack("<II", pid, tid) + name +
+                   id_trailer(pid, tid, time))
+
+
+def mmap(pid, tid, start, length, pgoff, filename, time):
+    """A PERF_RECORD_MMAP of FILENAME (executable) in PID's user space."""
+    name = filename.encode() + b"\0"
+    name = name.ljust((len(name) + 7) // 8 * 8, b"\0")
+    return _record(RECORD_MMAP, MISC_USER,
+                   struct.pack("<IIQQQ", pid, tid, start, length, pgoff) + name +
                    id_trailer(pid, tid, time))
 
 
@@ -116,25 +137,115 @@ def finished_round():
     return _record(RECORD_FINISHED_ROUND, 0, b"")
 
 
-def write(path, records, attrs=None, features=(), pipe=False):
+def zstd(data):
+    """One zstd frame of DATA, by the zstd command (perf record -z writes
+    a frame per record)."""
+    import subprocess
+    return subprocess.run(["zstd", "-q", "-c", "-1"], input=data, check=True,
+                          capture_output=True).stdout
+
+
+def compressed(records, v2=True):
+    """RECORDS compressed into one record as 'perf record -z' writes it:
+    PERF_RECORD_COMPRESSED2 (7.x: data_size, padding to 8 bytes) or the
+    older PERF_RECORD_COMPRESSED (unaligned)."""
+    data = zstd(b"".join(records))
+    if not v2:
+        return _record(RECORD_COMPRESSED, 0, data)
+    body = struct.pack("<Q", len(data)) + data
+    return _record(RECORD_COMPRESSED2, 0, body.ljust((len(body) + 7) // 8 * 8, b"\0"))
+
+
+# HEADER_COMPRESSED: version, type (1: zstd), level, ratio, and the size of
+# the buffer a record decompresses into.
+COMPRESSED_FEATURE = struct.pack("<IIIII", 1, 1, 1, 4, 256 * 1024)
+
+
+def feature_record(feat, data=b""):
+    """A pipe's PERF_RECORD_HEADER_FEATURE; without DATA, the end marker."""
+    return _record(RECORD_HEADER_FEATURE, 0, struct.pack("<Q", feat) + data)
+
+
+# Events of different sample types in one file (PERF_SAMPLE_IDENTIFIER
+# first in a sample and last in a sample_id trailer, as perf record does
+# when the types differ): records of any SAMPLE_TYPE, with an id.
+
+def trailer_of(sample_type, pid, tid, time, ident=0, cpu=0):
+    """The sample_id_all trailer of an event of SAMPLE_TYPE."""
+    t = b""
+    if sample_type & SAMPLE_TID:
+        t += struct.pack("<II", pid, tid)
+    if sample_type & SAMPLE_TIME:
+        t += struct.pack("<Q", time)
+    if sample_type & SAMPLE_ID:
+        t += struct.pack("<Q", ident)
+    if sample_type & SAMPLE_CPU:
+        t += struct.pack("<II", cpu, 0)
+    if sample_type & SAMPLE_IDENTIFIER:
+        t += struct.pack("<Q", ident)
+    return t
+
+
+def sample_of(sample_type, pid, tid, time, chain, ident=0, cpu=0, misc=MISC_KERNEL):
+    """A PERF_RECORD_SAMPLE of an event of SAMPLE_TYPE (IP, TID, TIME,
+    ID, CPU, PERIOD, CALLCHAIN and IDENTIFIER only)."""
+    b = b""
+    if sample_type & SAMPLE_IDENTIFIER:
+        b += struct.pack("<Q", ident)
+    if sample_type & SAMPLE_IP:
+        b += struct.pack("<Q", chain[1])
+    if sample_type & SAMPLE_TID:
+        b += struct.pack("<II", pid, tid)
+    if sample_type & SAMPLE_TIME:
+        b += struct.pack("<Q", time)
+    if sample_type & SAMPLE_ID:
+        b += struct.pack("<Q", ident)
+    if sample_type & SAMPLE_CPU:
+        b += struct.pack("<II", cpu, 0)
+    if sample_type & SAMPLE_PERIOD:
+        b += struct.pack("<Q", 1000000)
+    if sample_type & SAMPLE_CALLCHAIN:
+        b += struct.pack("<Q%dQ" % len(chain), len(chain), *chain)
+    return _record(RECORD_SAMPLE, misc, b)
+
+
+def callchain_deferred_of(sample_type, pid, tid, time, cookie, user_ips, ident=0,
+                          cpu=0, nr=None):
+    """A PERF_RECORD_CALLCHAIN_DEFERRED of an event of SAMPLE_TYPE; NR
+    claims another count of addresses than it holds."""
+    body = struct.pack("<QQ", cookie, len(user_ips) if nr is None else nr)
+    body += struct.pack("<%dQ" % len(user_ips), *user_ips)
+    return _record(RECORD_CALLCHAIN_DEFERRED, MISC_USER,
+                   body + trailer_of(sample_type, pid, tid, time, ident, cpu))
+
+
+def write(path, records, attrs=None, features=(), pipe=False, ids=None):
     """Write a perf.data file: ATTRS (default one attr()), the RECORDS
     (bytes each) and the feature bits FEATURES, each with an empty
-    section.  PIPE writes what 'perf record -o -' writes instead: a
-    16-byte header, a PERF_RECORD_HEADER_ATTR record per attr, then the
+    section, or a dict of feature bit -> section contents.  IDS: a list of sample ids per attr (none by default: with
+    one attr every record is of that event).  PIPE writes what 'perf
+    record -o -' writes instead: a 16-byte header, a
+    PERF_RECORD_HEADER_ATTR record per attr with its ids, then the
     records (no features)."""
     attrs = attrs or [attr()]
+    ids = ids or [[] for _ in attrs]
+    if not isinstance(features, dict):
+        features = {f: b"" for f in features}
     if pipe:
         assert not features
         with open(path, "wb") as f:
             f.write(MAGIC + struct.pack("<Q", 16))
-            f.write(b"".join(_record(RECORD_HEADER_ATTR, 0, a) for a in attrs))
+            f.write(b"".join(_record(RECORD_HEADER_ATTR, 0, a + struct.pack(
+                "<%dQ" % len(i), *i)) for a, i in zip(attrs, ids)))
             f.write(b"".join(records))
         return
     attr_size = len(attrs[0]) + 16
-    data = b"".join(records)
     attrs_off = FILE_HEADER_SIZE
     attrs_len = attr_size * len(attrs)
-    data_off = attrs_off + attrs_len
+    ids_off = attrs_off + attrs_len
+    id_blob = b"".join(struct.pack("<%dQ" % len(i), *i) for i in ids)
+    data = b"".join(records)
+    data_off = ids_off + len(id_blob)
     bitmap = 0
     for f in features:
         bitmap |= 1 << f
@@ -142,13 +253,22 @@ def write(path, records, attrs=None, features=(), pipe=False):
     header += struct.pack("<QQQQQQ", attrs_off, attrs_len, data_off, len(data), 0, 0)
     header += bitmap.to_bytes(32, "little")
     assert len(header) == FILE_HEADER_SIZE
-    # No sample ids: with one attr every record is of that event.
-    body = b"".join(a + struct.pack("<QQ", 0, 0) for a in attrs)
-    # The feature section table, one empty section per feature bit.
+    # The ids lie between the attrs and the data, each attr's file
+    # section pointing at its own.
+    body = b""
+    at = ids_off
+    for a, i in zip(attrs, ids):
+        body += a + struct.pack("<QQ", at if i else 0, 8 * len(i))
+        at += 8 * len(i)
+    # The feature section table, one section per feature bit, then
+    # their contents.
     feat_off = data_off + len(data) + 16 * len(features)
-    table = b"".join(struct.pack("<QQ", feat_off, 0) for _ in sorted(features))
+    table, contents = b"", b""
+    for f in sorted(features):
+        table += struct.pack("<QQ", feat_off + len(contents), len(features[f]))
+        contents += features[f]
     with open(path, "wb") as f:
-        f.write(header + body + data + table)
+        f.write(header + body + id_blob + data + table + contents)
 
 
 # Kernel and user addresses of the crafted stacks: no symbols resolve them,
