@@ -63,6 +63,13 @@ def selftest_cases():
             text = open(os.path.join(src, f)).read()
             names |= {f"{a}.{b}" for a, b in re.findall(
                 r"^TEST(?:_F)?\((\w+),\s*(\w+)\)", text, re.M)}
+            # sframe_test.cc's tests per toolchain: SFRAME_TESTS(Suite,
+            # "suite", version) makes WholeStack, MixedFpSfFp and
+            # MixedSfFpSf, each named <kind><Suite>V<version>
+            for suite, version in re.findall(
+                    r'^SFRAME_TESTS\((\w+), "\w+", (\d+)\)', text, re.M):
+                names |= {f"SFrame.{k}{suite}V{version}" for k in
+                          ("WholeStack", "MixedFpSfFp", "MixedSfFpSf")}
     py = open(os.path.join(src, "perf_python_test.py")).read()
     cases = re.search(r"^CASES = \[(.*?)\]", py, re.M | re.S).group(1)
     names |= {f"PerfPython.{c}" for c in re.findall(r'"(\w+)"', cases)}
