@@ -42,9 +42,14 @@ trap 'rm -rf "$list" "$stage"' EXIT
 # Debug info is half of every static binary and only slows the guest's
 # unpacking of the initramfs under TCG; the symbol tables, which the tests
 # and perf resolve addresses with, stay.
-strip_copy() { # strip_copy FILE: FILE without debug info (or as it is)
-	if strip --strip-debug -o "$stage/${1##*/}" "$1" 2>/dev/null; then
-		echo "$stage/${1##*/}"
+# The copy is staged under the file's path in the guest: /bin/perf and
+# /bin/perf-upstream are both built as "perf", and a copy named after the
+# host file made /bin/perf upstream's perf.
+strip_copy() { # strip_copy FILE GUEST_PATH: FILE without debug info (or as it is)
+	local copy=$stage/root$2
+	mkdir -p "${copy%/*}"
+	if strip --strip-debug -o "$copy" "$1" 2>/dev/null; then
+		echo "$copy"
 	else
 		echo "$1"
 	fi
@@ -87,7 +92,7 @@ python_files() {
 		echo "$p" >>"$stage/python.dirs"
 		echo "dir $p 0755 0 0"
 	done
-	echo "file $stdlib/lib-dynload/perf$suffix $(strip_copy "$stage/pymod/perf$suffix") 0755 0 0"
+	echo "file $stdlib/lib-dynload/perf$suffix $(strip_copy "$stage/pymod/perf$suffix" "$stdlib/lib-dynload/perf$suffix") 0755 0 0"
 }
 {
 	for d in /bin /sbin /dev /proc /sys /tmp /selftests; do
@@ -103,12 +108,12 @@ python_files() {
 	echo "file /init $ROOT/qemu/init 0755 0 0"
 	if [ -n "${PERF_BIN:-}" ]; then
 		[ -x "$PERF_BIN" ] || die "PERF_BIN=$PERF_BIN missing: run 'make perf'"
-		echo "file /bin/perf $(strip_copy "$PERF_BIN") 0755 0 0"
+		echo "file /bin/perf $(strip_copy "$PERF_BIN" /bin/perf) 0755 0 0"
 	fi
 	if [ -n "${PERF_UPSTREAM_BIN:-}" ]; then
 		[ -x "$PERF_UPSTREAM_BIN" ] ||
 			die "PERF_UPSTREAM_BIN=$PERF_UPSTREAM_BIN missing: run 'make perf-upstream'"
-		echo "file /bin/perf-upstream $(strip_copy "$PERF_UPSTREAM_BIN") 0755 0 0"
+		echo "file /bin/perf-upstream $(strip_copy "$PERF_UPSTREAM_BIN" /bin/perf-upstream) 0755 0 0"
 	fi
 	if [ -n "${PERF_SHELL:-}" ] && [ -d "$PERF_SHELL" ]; then
 		echo "dir /bin/tests 0755 0 0"
@@ -131,7 +136,7 @@ python_files() {
 		echo "file /selftests/settings $ROOT/selftests/settings 0644 0 0"
 	fi
 	find "$tests" -maxdepth 1 -type f | LC_ALL=C sort | while read -r f; do
-		echo "file /selftests/$(basename "$f") $(strip_copy "$f") 0755 0 0"
+		echo "file /selftests/${f##*/} $(strip_copy "$f" "/selftests/${f##*/}") 0755 0 0"
 	done
 } >"$list"
 mkdir -p "$(dirname "$out")"
