@@ -941,9 +941,10 @@ int open_exit_events(session::Session *s, pid_t tid,
 	session::Options o;
 	o.defer_output = false;
 	/*
-	 * The cpu-clock sampler's buffer holds the task's whole life (it is
-	 * drained once the task is gone): 16 pages lost 3 records of 9749
-	 * samples on the debug kernel, 64 leave room.
+	 * The cpu-clock sampler's buffer: drained every 10 ms only while a
+	 * child process is waited for, not while the threads run, and 16
+	 * pages lost 3 records of 9749 samples on the debug kernel; 64
+	 * leave room.
 	 */
 	o.pages = 64;
 	o.period = 100000;
