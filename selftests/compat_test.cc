@@ -9,10 +9,17 @@
  * the helper, and on the classic in-place chains, runs for comparison.
  */
 #include <gtest/gtest.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sstream>
 
 #include "lib/features.h"
 #include "lib/known_chain.h"
+#include "lib/session.h"
 #include "lib/test_class.h"
+#include "lib/workload.h"
 
 namespace {
 
@@ -33,6 +40,76 @@ TEST(Compat, DeferredChainOfThe64BitBuild)
 TEST(Compat, InPlaceChainHolds32BitReturnAddresses)
 {
 	known_chain::check("compat_stack_32", true, false);
+}
+
+/*
+ * The segment bases: helpers/ldt_stack.c runs its innermost three frames
+ * on a stack segment (an LDT entry) based at a static array, %esp and
+ * %ebp being offsets into it, and makes 200 getppid() calls there. Each
+ * call's deferred record must hold the leaf and the three return
+ * addresses the helper names: only a walk that adds the segment's base
+ * to every frame pointer finds them (without it, the first read is below
+ * 64 KiB and the chain ends at the leaf).
+ */
+TEST(Compat, DeferredChainThroughAStackSegmentWithABase)
+{
+	EXTENSION("deferred chains of ia32 compat tasks: the ABI does not "
+		  "promise them, upstream's support is not verified here");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	constexpr int kCalls = 200;
+	long tp = work::tracepoint_id("syscalls/sys_enter_getppid");
+	ASSERT_GE(tp, 0) << "no tracepoint syscalls/sys_enter_getppid";
+	int out[2];
+	ASSERT_EQ(pipe(out), 0);
+	work::Child child;
+	int ret = child.spawn({ work::helper_path("ldt_stack_32"),
+				std::to_string(out[1]),
+				std::to_string(kCalls) });
+	close(out[1]);
+	ASSERT_EQ(ret, 0) << "spawn ldt_stack_32: " << strerror(-ret);
+	session::Session s;
+	session::Options o;
+	o.type = PERF_TYPE_TRACEPOINT;
+	o.config = (uint64_t)tp;
+	o.period = 1;
+	o.pages = 256;
+	o.enable_on_exec = true;
+	ret = s.open(o, child.pid(), -1);
+	ASSERT_EQ(ret, 0) << "perf_event_open: " << strerror(-ret);
+	child.release();
+	int st = child.wait(60, [&] { s.drain(); });
+	s.drain();
+	char buf[256] = {};
+	ssize_t n = read(out[0], buf, sizeof(buf) - 1);
+	close(out[0]);
+	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		<< "ldt_stack_32: wait status 0x" << std::hex << st
+		<< " (3: modify_ldt failed: CONFIG_MODIFY_LDT_SYSCALL)";
+	std::istringstream in(std::string(buf, n > 0 ? n : 0));
+	std::string word;
+	uint64_t leaf_lo = 0, leaf_hi = 0, ret_b = 0, ret_a = 0, ret_t = 0;
+	in >> word >> std::hex >> leaf_lo >> leaf_hi >> ret_b >> ret_a >> ret_t;
+	ASSERT_TRUE(word == "ldt" && ret_t) << "helper said: " << buf;
+
+	std::string err, first_bad;
+	int records = 0, whole = 0;
+	for (const perf::DeferredCallchain &d : s.deferred(0, &err)) {
+		records++;
+		bool ok = d.ips.size() >= 4 && d.ips[0] >= leaf_lo &&
+			  d.ips[0] < leaf_hi && d.ips[1] == ret_b &&
+			  d.ips[2] == ret_a && d.ips[3] == ret_t;
+		whole += ok;
+		if (!ok && first_bad.empty())
+			first_bad = session::hex_chain(d.ips, 8);
+	}
+	ASSERT_TRUE(err.empty()) << err;
+	printf("# %d getppid() on a stack segment based at a static array: "
+	       "%d deferred records, %d with the leaf and the three return "
+	       "addresses%s%s\n", kCalls, records, whole,
+	       first_bad.empty() ? "" : "; first other: ", first_bad.c_str());
+	/* One record per call: each is an entry of its own, deferred */
+	EXPECT_EQ(records, kCalls);
+	EXPECT_EQ(whole, records) << "first other: " << first_bad;
 }
 
 } // namespace

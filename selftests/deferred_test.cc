@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/bpf.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -646,6 +647,86 @@ TEST(DeferredFallback, TooFewContextsPerStackUnwindInPlace)
 	EXPECT_EQ(counts[0][1], kCalls);
 	EXPECT_EQ(counts[0][0] + counts[0][2], 0u);
 	EXPECT_EQ(counts[1][0], kCalls) << "the default must defer again";
+}
+
+/*
+ * A BPF program of a sampling event may call bpf_get_stack() on the
+ * sample, which wants the user frames at once: perf unwinds such an
+ * event's samples in place (doc/kernel.md: fallbacks). The same
+ * cpu-clock event on the same workload, without the program, defers.
+ * The program (a perf_event one, hand-assembled: no libbpf in the guest)
+ * only returns 1, so that every sample is written.
+ */
+TEST(DeferredFallback, BpfProgramUnwindsInPlace)
+{
+	EXTENSION("a sample that cannot defer gets the in-place user chain "
+		  "(doc/kernel.md: fallbacks)");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	bpf_insn prog[2] = {};
+	prog[0].code = BPF_ALU64 | BPF_MOV | BPF_K;	/* r0 = 1 */
+	prog[0].dst_reg = BPF_REG_0;
+	prog[0].imm = 1;
+	prog[1].code = BPF_JMP | BPF_EXIT;
+	static char log[4096];
+	bpf_attr p{};
+	p.prog_type = BPF_PROG_TYPE_PERF_EVENT;
+	p.insns = (uint64_t)(uintptr_t)prog;
+	p.insn_cnt = 2;
+	p.license = (uint64_t)(uintptr_t)"GPL";
+	p.log_buf = (uint64_t)(uintptr_t)log;
+	p.log_size = sizeof(log);
+	p.log_level = 1;
+	int prog_fd = syscall(__NR_bpf, BPF_PROG_LOAD, &p, sizeof(p));
+	/* The guest config asks for BPF_SYSCALL and BPF_EVENTS */
+	ASSERT_GE(prog_fd, 0) << "BPF_PROG_LOAD(perf_event program): "
+			      << strerror(errno) << "; verifier: " << log;
+	int zero = open("/dev/zero", O_RDONLY);
+	ASSERT_GE(zero, 0) << strerror(errno);
+
+	/* [with the program, without][deferred, in-place user, none] */
+	size_t counts[2][3] = {}, records[2] = {};
+	for (int round = 0; round < 2; round++) {
+		session::Options o;	/* cpu-clock, perf record -g's fields */
+		o.period = 1000000;	/* 1 ms */
+		o.pages = 256;
+		session::Session s;
+		int r = s.open(o, 0, -1);
+		ASSERT_EQ(r, 0) << strerror(-r);
+		if (round == 0)
+			ASSERT_EQ(ioctl(s.event(0).fd(), PERF_EVENT_IOC_SET_BPF,
+					prog_fd),
+				  0)
+				<< "PERF_EVENT_IOC_SET_BPF: " << strerror(errno);
+		s.enable();
+		work::work_recurse_reading(kDepth, zero, work::now_s() + 0.3);
+		s.disable();
+		s.drain();
+		std::string err;
+		for (const perf::Sample &sm : s.samples(0, &err)) {
+			perf::SplitChain c = perf::split_callchain(sm.callchain);
+			counts[round][c.deferred ? 0 : !c.user.empty() ? 1 : 2]++;
+		}
+		ASSERT_TRUE(err.empty()) << err;
+		records[round] = s.deferred(0, &err).size();
+		ASSERT_TRUE(err.empty()) << err;
+	}
+	close(zero);
+	close(prog_fd);
+	size_t with = counts[0][0] + counts[0][1] + counts[0][2];
+	size_t without = counts[1][0] + counts[1][1] + counts[1][2];
+	printf("# cpu-clock samples of a reading recursion with a BPF "
+	       "program: %zu (%zu deferred, %zu in place, %zu without a user "
+	       "chain; %zu records); without: %zu (%zu, %zu, %zu; %zu "
+	       "records)\n", with, counts[0][0], counts[0][1], counts[0][2],
+	       records[0], without, counts[1][0], counts[1][1], counts[1][2],
+	       records[1]);
+	ASSERT_GE(with, 100u) << "0.3 s at one sample per ms: about 300";
+	EXPECT_EQ(counts[0][1], with) << "every sample unwound in place";
+	EXPECT_EQ(records[0], 0u);
+	/* Without it, only the exit window's samples may fall back */
+	ASSERT_GE(without, 100u);
+	EXPECT_GE(counts[1][0] * 10, without * 9)
+		<< "the same event without the program must defer";
 }
 
 } // namespace
