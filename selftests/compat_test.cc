@@ -68,11 +68,7 @@ TEST(Compat, DeferredChainThroughAStackSegmentWithABase)
 	close(out[1]);
 	ASSERT_EQ(ret, 0) << "spawn ldt_stack_32: " << strerror(-ret);
 	session::Session s;
-	session::Options o;
-	o.type = PERF_TYPE_TRACEPOINT;
-	o.config = (uint64_t)tp;
-	o.period = 1;
-	o.pages = 256;
+	session::Options o = session::tracepoint(tp, 256);
 	o.enable_on_exec = true;
 	ret = s.open(o, child.pid(), -1);
 	ASSERT_EQ(ret, 0) << "perf_event_open: " << strerror(-ret);

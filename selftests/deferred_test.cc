@@ -414,12 +414,7 @@ TEST_F(Deferred, PerTaskSamplingEventGetsItsOwnRecords)
 /* Every hit of tracepoint id sampled, with both deferral bits. */
 session::Options deferred_tracepoint(long id)
 {
-	session::Options o;
-	o.type = PERF_TYPE_TRACEPOINT;
-	o.config = id;
-	o.period = 1;
-	o.pages = 16;
-	return o;
+	return session::tracepoint(id, 16);
 }
 
 /*
@@ -616,10 +611,7 @@ TEST(DeferredFallback, TooFewContextsPerStackUnwindInPlace)
 	size_t counts[2][3] = {}; /* [contexts 2, saved][deferred, user, none] */
 	for (int round = 0; round < 2; round++) {
 		ASSERT_TRUE(work::write_file(knob, round ? saved : "2\n"));
-		session::Options t;
-		t.type = PERF_TYPE_TRACEPOINT;
-		t.config = (uint64_t)id;
-		t.period = 1;
+		session::Options t = session::tracepoint(id);
 		session::Session ts;
 		int r = ts.open(t, 0, -1);
 		if (r)

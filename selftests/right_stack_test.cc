@@ -239,11 +239,7 @@ Compared compare(const session::Session &s, size_t def, size_t inpl,
 /* A tracepoint pair, deferred (buffer 0) and in place (buffer 1), on self. */
 int open_tracepoint_pair(session::Session *s, long id, size_t pages)
 {
-	session::Options o;
-	o.type = PERF_TYPE_TRACEPOINT;
-	o.config = (uint64_t)id;
-	o.period = 1;
-	o.pages = pages;
+	session::Options o = session::tracepoint(id, pages);
 	int r = s->open(o, 0, -1);
 	if (r)
 		return r;
@@ -1225,11 +1221,7 @@ void stop_repeatedly(bool ptraced)
 		FAIL() << "PTRACE_SEIZE: " << strerror(e);
 	}
 	session::Session s;
-	session::Options o;
-	o.type = PERF_TYPE_TRACEPOINT;
-	o.config = (uint64_t)sw;
-	o.period = 1;
-	o.pages = 256;
+	session::Options o = session::tracepoint(sw, 256);
 	int rr = s.open(o, pid, -1);
 	constexpr int kStops = 60;
 	int stops = 0, answered = 0, applicable = 0;
@@ -1348,10 +1340,7 @@ TEST(RightStack, PreemptedOnTheWayOutSamplesComeBeforeTheirRecord)
 	int cpu = work::current_cpu();
 	ASSERT_EQ(work::pin(0, cpu), 0);
 	session::Session s;
-	session::Options o;
-	o.type = PERF_TYPE_TRACEPOINT;
-	o.config = (uint64_t)sw;
-	o.period = 1;
+	session::Options o = session::tracepoint(sw);
 	perf_event_attr a = session::make_attr(o);
 	a.watermark = 1;
 	a.wakeup_watermark = 1;

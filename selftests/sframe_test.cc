@@ -191,11 +191,7 @@ void record(const std::string &helper, const std::vector<std::string> &args,
 	std::map<std::string, long> fb = fallbacks();
 	work::Child child;
 	session::Session s;
-	session::Options o;
-	o.type = PERF_TYPE_TRACEPOINT;
-	o.config = (uint64_t)tp;
-	o.period = 1;
-	o.pages = 256;
+	session::Options o = session::tracepoint(tp, 256);
 	session::Options inpl = o;
 	inpl.defer_callchain = inpl.defer_output = false;
 	std::vector<std::string> argv = { path };

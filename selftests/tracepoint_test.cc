@@ -64,10 +64,7 @@ void sample_tracepoint(const char *tp, bool deferred)
 	bool is_switch = strstr(tp, "sched_switch");
 
 	session::Session s;
-	session::Options o;
-	o.type = PERF_TYPE_TRACEPOINT;
-	o.config = (uint64_t)id;
-	o.period = 1;
+	session::Options o = session::tracepoint(id);
 	o.defer_callchain = o.defer_output = deferred;
 	int r = s.open(o, 0, -1);
 	ASSERT_EQ(r, 0) << "perf_event_open(" << tp << "): " << strerror(-r);

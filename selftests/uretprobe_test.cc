@@ -177,10 +177,7 @@ TEST(Uretprobe, DeferredChainRefusesAKernelReturnAddress)
 	Uretprobe probe;
 	ASSERT_EQ(probe.open(path, fn->file_offset, getpid()), 0);
 	session::Session s;
-	session::Options o;
-	o.type = PERF_TYPE_TRACEPOINT;
-	o.config = (uint64_t)tp;
-	o.period = 1;
+	session::Options o = session::tracepoint(tp);
 	int r = s.open(o, 0, -1);
 	ASSERT_EQ(r, 0) << "sys_enter_getppid: " << strerror(-r);
 

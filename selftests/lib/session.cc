@@ -55,6 +55,16 @@ Options sideband(bool bare)
 	return o;
 }
 
+Options tracepoint(long id, size_t pages)
+{
+	Options o;
+	o.type = PERF_TYPE_TRACEPOINT;
+	o.config = (uint64_t)id;
+	o.period = 1;
+	o.pages = pages;
+	return o;
+}
+
 int Session::open(const Options &o, pid_t pid, int cpu)
 {
 	return open_attr(make_attr(o), pid, cpu, o.pages);

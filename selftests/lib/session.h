@@ -59,6 +59,9 @@ perf_event_attr make_attr(const Options &o);
  */
 Options sideband(bool bare = false);
 
+/* A tracepoint event (id from work::tracepoint_id()) sampling every hit. */
+Options tracepoint(long id, size_t pages = 64);
+
 class Session {
 public:
 	/* Each open returns 0 or -errno; on success the event is buffer
