@@ -9,9 +9,10 @@
 # the commit touches anything outside tools/, and static perf and its
 # python binding (perf.so) when it touches tools/. Stops at the first
 # commit that does not build and names it. The user's tree is not
-# touched. A commit whose tree already built with the same configuration
-# (build/out/bisect/built.list) is not built again, so after a change to
-# patch N only patches N.. are rebuilt.
+# touched. A kernel or perf whose sources already built with the same
+# configuration (build/out/bisect/built.list) is not built again, so after
+# a change to patch N only patches N.. are rebuilt, and a reorder of perf
+# patches rebuilds no kernel.
 . "$(dirname "$0")/lib.sh"
 
 # The harness files a build depends on (the cache key): this script
@@ -66,25 +67,39 @@ for c in "${commits[@]}"; do
 	else
 		subject="[feature $((i - nfix))/$((${#commits[@]} - nfix))] $subject"
 	fi
-	key="$(git -C "$src" rev-parse "$c^{tree}") $config_id"
-	if grep -qxF "$key" "$built"; then
-		printf '[%2d/%d] %-6s built before (same tree and config)\n' \
+	# Each build is keyed by what it reads: the kernel everything but
+	# tools/perf (objtool and tools/include are built with it), perf the
+	# whole tree. A commit that moved (a reorder) or that only changed
+	# perf then finds its kernel built before, and the other way round.
+	kkey="kernel $({ git -C "$src" ls-tree "$c" | grep -v $'\ttools$'
+		git -C "$src" ls-tree "$c:tools" | grep -v $'\tperf$' || :
+	} | md5sum | cut -c1-12) $config_id"
+	pkey="perf $(git -C "$src" rev-parse "$c^{tree}") $config_id"
+	files=$(git -C "$src" diff-tree --no-commit-id --name-only -r "$c")
+	want_kernel=
+	want_perf=
+	grep -qv '^tools/perf/' <<<"$files" && ! grep -qxF "$kkey" "$built" &&
+		want_kernel=1
+	grep -q '^tools/' <<<"$files" && ! grep -qxF "$pkey" "$built" &&
+		want_perf=1
+	if [ -z "$want_kernel$want_perf" ]; then
+		printf '[%2d/%d] %-6s built before (same sources and config)\n' \
 			"$i" "${#commits[@]}" "${c:0:12}"
 		printf '        %s\n' "$subject"
 		continue
 	fi
-	files=$(git -C "$src" diff-tree --no-commit-id --name-only -r "$c")
 	git -C "$wt" checkout -q --detach "$c"
 	t0=$SECONDS
 	what=
-	if grep -qv '^tools/' <<<"$files"; then
+	if [ -n "$want_kernel" ]; then
 		"$ROOT/ci/build-kernel.sh" "$wt" "$out/kobj" "$@" >"$out/kernel.log" 2>&1 || {
 			tail -30 "$out/kernel.log" >&2
 			fail "[$i/${#commits[@]}] kernel does not build at: $subject"
 		}
 		what="kernel"
+		echo "$kkey" >>"$built"
 	fi
-	if grep -q '^tools/' <<<"$files"; then
+	if [ -n "$want_perf" ]; then
 		"$ROOT/ci/build-perf.sh" "$wt" "$out/perf" >"$out/perf.log" 2>&1 || {
 			tail -30 "$out/perf.log" >&2
 			fail "[$i/${#commits[@]}] perf does not build at: $subject"
@@ -96,10 +111,10 @@ for c in "${commits[@]}"; do
 			fail "[$i/${#commits[@]}] perf's python binding does not build at: $subject"
 		}
 		what="$what + perf.so"
+		echo "$pkey" >>"$built"
 	fi
 	printf '[%2d/%d] %-6s builds (%s, %d s)\n' "$i" "${#commits[@]}" \
 		"${c:0:12}" "$what" $((SECONDS - t0))
 	printf '        %s\n' "$subject"
-	echo "$key" >>"$built"
 done
 log "all ${#commits[@]} commits build, in $((SECONDS - t_all)) s"
