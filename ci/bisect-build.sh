@@ -11,8 +11,8 @@
 # commit that does not build and names it. The user's tree is not
 # touched. A kernel or perf whose sources already built with the same
 # configuration (build/out/bisect/built.list) is not built again, so after
-# a change to patch N only patches N.. are rebuilt, and a reorder of perf
-# patches rebuilds no kernel.
+# a change to patch N only patches N.. are rebuilt, a reorder of perf
+# patches rebuilds no kernel, and new kernel-only patches no perf.
 . "$(dirname "$0")/lib.sh"
 
 # The harness files a build depends on (the cache key): this script
@@ -68,13 +68,17 @@ for c in "${commits[@]}"; do
 		subject="[feature $((i - nfix))/$((${#commits[@]} - nfix))] $subject"
 	fi
 	# Each build is keyed by what it reads: the kernel everything but
-	# tools/perf (objtool and tools/include are built with it), perf the
-	# whole tree. A commit that moved (a reorder) or that only changed
-	# perf then finds its kernel built before, and the other way round.
+	# tools/perf (objtool and tools/include are built with it); perf
+	# tools/, the UAPI headers and the top Makefile (its version). A
+	# commit that moved (a reorder), or that changed only one side,
+	# finds the other side built before.
 	kkey="kernel $({ git -C "$src" ls-tree "$c" | grep -v $'\ttools$'
 		git -C "$src" ls-tree "$c:tools" | grep -v $'\tperf$' || :
 	} | md5sum | cut -c1-12) $config_id"
-	pkey="perf $(git -C "$src" rev-parse "$c^{tree}") $config_id"
+	pkey="perf $({ git -C "$src" ls-tree "$c" tools Makefile
+		git -C "$src" ls-tree "$c:include" uapi
+		git -C "$src" ls-tree -r "$c" arch | grep '/include/uapi/' || :
+	} | md5sum | cut -c1-12) $config_id"
 	files=$(git -C "$src" diff-tree --no-commit-id --name-only -r "$c")
 	want_kernel=
 	want_perf=
