@@ -39,8 +39,12 @@ FRAGMENTS  += qemu/config/debug-checks.config qemu/config/stress.config
 else ifeq ($(CONFIG),kcsan)
 # make stress-kcsan's kernel: KCSAN (which excludes KASAN) + kmemleak.
 FRAGMENTS  += qemu/config/kcsan.config qemu/config/stress.config
+else ifeq ($(CONFIG),nounwind)
+# The series without the user unwinder: no series.config, UNWIND_USER off.
+FRAGMENTS  := qemu/config/guest.config qemu/config/kunit-at-boot.config \
+	      qemu/config/nounwind.config
 else ifneq ($(CONFIG),normal)
-$(error CONFIG=$(CONFIG): use CONFIG=normal, CONFIG=debug, CONFIG=stress or CONFIG=kcsan)
+$(error CONFIG=$(CONFIG): use CONFIG=normal, CONFIG=debug, CONFIG=stress, CONFIG=kcsan or CONFIG=nounwind)
 endif
 VM_TIMEOUT ?= 600
 SMP        ?= 4
@@ -87,7 +91,7 @@ export EXPECT_FEATURE
 	kunit clean kernel-doc sparse submit-check send bench mutate golden fuzz
 
 help: ## list the targets
-	@echo "usage: make TARGET [KERNEL=DIR] [CONFIG=normal|debug|stress|kcsan] [FILTER=gtest-filter] [PERF_TREE=DIR]"
+	@echo "usage: make TARGET [KERNEL=DIR] [CONFIG=normal|debug|stress|kcsan|nounwind] [FILTER=gtest-filter] [PERF_TREE=DIR]"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
 		awk -F':.*## ' '{ printf "  %-14s %s\n", $$1, $$2 }'
 

@@ -3,7 +3,8 @@
 #
 # deps -> the harness's own tests -> the series applies to a fresh base ->
 # checkpatch --strict -> vmtest on the normal kernel -> vmtest on the debug
-# kernel -> a short make stress (CHECK_STRESS_S=120 seconds, 0: none).
+# kernel -> the ABI tests on the series without the unwinder -> a short
+# make stress (CHECK_STRESS_S=120 seconds, 0: none).
 # Stops at the first failing step and names it; prints each step's time
 # at the end.
 . "$(dirname "$0")/lib.sh"
@@ -33,6 +34,8 @@ step perf-tools-tests make -s test-perf
 if [ "${CHECK_DEBUG:-1}" = 1 ]; then
 	step vmtest-debug make -s vmtest CONFIG=debug
 fi
+# The series built without CONFIG_UNWIND_USER: the defer bits are refused.
+step vmtest-nounwind make -s vmtest CONFIG=nounwind FILTER='Abi.*'
 # A short make stress (its own debug + kmemleak kernel): CHECK_STRESS_S
 # seconds of fuzzing and lifecycle storms, 0 to leave it out. The long
 # run is `make stress STRESS_S=600`.

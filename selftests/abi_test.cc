@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <gtest/gtest.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include "lib/perf_abi.h"
 #include "lib/perf_event.h"
 #include "lib/session.h"
+#include "lib/test_class.h"
 #include "lib/workload.h"
 
 namespace {
@@ -92,6 +94,54 @@ TEST(Abi, BitsAcceptedEachAloneAndTogether)
 	perf_event_attr d = session::make_attr(session::sideband());
 	int r = open_with(d);
 	EXPECT_EQ(r, 0) << "dummy event with defer_output: " << res(r);
+}
+
+/*
+ * Without CONFIG_UNWIND_USER (make vmtest CONFIG=nounwind: the series
+ * built without the unwinder; or any kernel before the bits) both bits
+ * are refused with EINVAL, alone and together, as reserved bits are:
+ * tools probe them to choose between deferred and in-place callchains.
+ * Which kernel this is comes from its own config (/proc/config.gz; the
+ * guest config has IKCONFIG_PROC), not from probing the bits.
+ */
+TEST(Abi, DeferBitsRejectedWithoutUnwindUser)
+{
+	std::string config;
+	if (FILE *f = popen("zcat /proc/config.gz 2>/dev/null", "r")) {
+		char buf[4096];
+		size_t n;
+		while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+			config.append(buf, n);
+		pclose(f);
+	}
+	if (config.empty())
+		SKIP_NOT_APPLICABLE("no /proc/config.gz (CONFIG_IKCONFIG_PROC) to "
+				    "tell whether the kernel has the unwinder");
+	if (config.find("\nCONFIG_UNWIND_USER=y\n") != std::string::npos)
+		SKIP_NOT_APPLICABLE("CONFIG_UNWIND_USER=y: "
+				    "Abi.BitsAcceptedEachAloneAndTogether "
+				    "checks the bits");
+	struct {
+		const char *what;
+		bool cc, out;
+	} cases[] = { { "defer_callchain", true, false },
+		      { "defer_output", false, true },
+		      { "both", true, true } };
+	for (auto &c : cases) {
+		perf_event_attr a = base_attr();
+		if (c.cc)
+			perf_abi::set_attr_bit(&a, perf_abi::kDeferCallchainBit);
+		if (c.out)
+			perf_abi::set_attr_bit(&a, perf_abi::kDeferOutputBit);
+		int r = open_with(a);
+		printf("# without CONFIG_UNWIND_USER, %s: %s\n", c.what,
+		       res(r).c_str());
+		EXPECT_EQ(r, -EINVAL) << c.what << ": expected EINVAL, got "
+				      << res(r);
+	}
+	perf_event_attr d = session::make_attr(session::sideband());
+	EXPECT_EQ(open_with(d), -EINVAL)
+		<< "perf's side-band dummy with defer_output";
 }
 
 /* An attr of size bytes (zero past the headers' struct), base_attr() first. */
