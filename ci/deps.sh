@@ -13,8 +13,9 @@ PKGS=(
 	linux-source-6.12
 	# guest
 	qemu-system-x86 busybox-static
-	# selftests: C++ GoogleTest, static, plus 32-bit helpers
-	cmake g++ g++-multilib libgtest-dev
+	# selftests: C++ GoogleTest, static, plus 32-bit helpers (the
+	# compiler's own multilib package, see multilib_pkg below)
+	cmake g++ libgtest-dev
 	# host runner and the harness's own tests (Debian's, not PyPI's)
 	python3 python3-pytest
 	# perf's python binding for the guest's perf_python_test
@@ -32,6 +33,25 @@ PKGS=(
 	# SMTP over TLS with authentication)
 	git-email libmailtools-perl libauthen-sasl-perl libio-socket-ssl-perl
 )
+
+# The 32-bit helpers need g++-N-multilib, not g++-multilib: the latter
+# only adds the /usr/include/asm symlink and conflicts with the aarch64
+# cross compilers (installing one removes the other). selftests/
+# CMakeLists.txt gives -m32 builds that asm directory itself.
+multilib_pkg() {
+	apt-cache depends g++-multilib 2>/dev/null |
+		sed -n 's/^ *Depends: \(g++-[0-9]*-multilib\)$/\1/p' | head -1
+}
+ml=$(multilib_pkg)
+if [ -z "$ml" ]; then
+	SUDO=
+	[ "$(id -u)" -eq 0 ] || SUDO=sudo
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get update -q >/dev/null ||
+		die "apt-get update failed: check the network or /etc/apt/sources.list"
+	ml=$(multilib_pkg)
+fi
+[ -n "$ml" ] || die "no g++-N-multilib package found behind g++-multilib: is this Debian on amd64?"
+PKGS+=("$ml")
 
 missing=()
 for p in "${PKGS[@]}"; do
