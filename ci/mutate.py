@@ -215,11 +215,31 @@ def selftest_filter(tests):
     return ":".join(t for t in tests if "/" not in t)
 
 
+def tree_out():
+    """build/out/<tree> of the worktree, as the Makefile names it."""
+    return os.path.join(BUILD, "out", "mutate-" + hashlib.md5(
+        (WT + "\n").encode()).hexdigest()[:6])
+
+
+def stale_objects(spec, since):
+    """The edited .c files whose object the kernel build did not make
+    again after the edit (time since): the boot would test the wrong
+    kernel."""
+    kobj = os.path.join(tree_out(), "kobj-normal")
+    stale = []
+    for path in sorted({e["file"] for e in spec["edits"]}):
+        if not path.endswith(".c"):
+            continue
+        obj = os.path.join(kobj, path[:-2] + ".o")
+        if not os.path.exists(obj) or os.path.getmtime(obj) < since:
+            stale.append(path[:-2] + ".o")
+    return stale
+
+
 def vmtest(filt):
     """make vmtest of the worktree: (run dir copy, failed case ids,
     passed case ids) or None if nothing ran (the kernel did not build)."""
-    tree_id = "mutate-" + hashlib.md5((WT + "\n").encode()).hexdigest()[:6]
-    run = os.path.join(BUILD, "out", tree_id, "vmtest-normal")
+    run = os.path.join(tree_out(), "vmtest-normal")
     shutil.rmtree(run, ignore_errors=True)
     cmd = ["make", "-C", ROOT, "--no-print-directory", "vmtest",
            f"KERNEL={WT}", f"PERF_TREE={SRC}", "EXPECT_FEATURE=yes",
@@ -376,11 +396,18 @@ def run(names):
     for s in specs:
         log(f"{s['name']}: {s['what']}")
         worktree(head)
+        t_edit = time.time()
         apply(s, WT)
         got = vmtest("" if full else selftest_filter(s["must_fail"]))
         r = {"name": s["name"], "what": s["what"],
              "must_fail": s["must_fail"], "caught": [], "also": []}
-        if got is None:
+        stale = stale_objects(s, t_edit) if got is not None else []
+        if stale:
+            r["error"] = ("the build did not compile the edit again: "
+                          + ", ".join(stale) + " older than the edit")
+            r["ok"] = False
+            print(f"mutate: FAIL: {s['name']}: {r['error']}")
+        elif got is None:
             r["error"] = ("did not build or boot: "
                           f"{os.path.join(OUT, s['name'], 'make.log')}")
             os.makedirs(os.path.join(OUT, s["name"]), exist_ok=True)
