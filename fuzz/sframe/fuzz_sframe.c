@@ -56,9 +56,12 @@ static void check_row(const struct sframe_section *sec, unsigned long ip)
 		return;
 	if (a.fp_base > SFRAME_BASE_FP || (a.fp_base && !a.fp_saved))
 		abort();
-	/* The return address is somewhere: the ABI's fixed slot or a row's */
-	if (!a.ra_off || (sec->abi == SFRAME_ABI_AMD64_ENDIAN_LITTLE &&
-			  a.ra_mangled))
+	/*
+	 * The return address is somewhere: the ABI's fixed slot or a row's,
+	 * or on AArch64 the link register (ra_off 0: the CFA alone)
+	 */
+	if (sec->abi == SFRAME_ABI_AMD64_ENDIAN_LITTLE &&
+	    (!a.ra_off || a.ra_mangled))
 		abort();
 }
 
