@@ -278,9 +278,15 @@ extern "C" const char rs_probe_site[];
  * is not emulated by x86's uprobes: it is single-stepped out of line. */
 extern "C" __attribute__((noinline, noclone)) long rs_probed(long x)
 {
+#ifdef __aarch64__
+	__asm__ volatile(".globl rs_probe_site\n"
+			 "rs_probe_site:\n\t"
+			 "mov x9, x9\n" ::: "x9", "memory");
+#else
 	__asm__ volatile(".globl rs_probe_site\n"
 			 "rs_probe_site:\n\t"
 			 "mov %%rax, %%rax\n" ::: "memory");
+#endif
 	rs_not_a_leaf();
 	return x + 1;
 }
@@ -411,14 +417,14 @@ TEST(RightStack, SignalDeliverDeferredChainIsTheInterruptedStack)
 
 extern "C" __attribute__((noinline)) long rs_entry_a(void)
 {
-	long r = raw_syscall3(110 /* getppid */, 0, 0, 0);
+	long r = raw_syscall3(NR_getppid, 0, 0, 0);
 	rs_not_a_leaf();
 	return r;
 }
 
 extern "C" __attribute__((noinline)) long rs_entry_b(void)
 {
-	long r = raw_syscall3(110 /* getppid */, 0, 0, 0);
+	long r = raw_syscall3(NR_getppid, 0, 0, 0);
 	rs_not_a_leaf();
 	return r;
 }
@@ -695,6 +701,7 @@ extern "C" __attribute__((noinline)) long rs_vsyscall(void)
 
 TEST(RightStack, EmulatedVsyscallDeferredChainIsTheInterruptedStack)
 {
+	SKIP_UNLESS_X86("the legacy vsyscall page");
 	EXTENSION("an entry from an emulated vsyscall starts above the user "
 		  "limit: its deferred chain starts there too, as the in-place "
 		  "one does (doc/kernel.md: the right stack)");
@@ -748,6 +755,7 @@ bool is_exec_caller(const std::vector<uint64_t> &ips, const Image &img)
 
 TEST(RightStack, ExecSplitsOldAndNewImageStacks)
 {
+	SKIP_UNLESS_IA32();
 	EXTENSION("exec ends the old image's kernel entry: its samples get "
 		  "the old image's stack, the new image a new cookie "
 		  "(doc/kernel.md: the right stack)");

@@ -32,6 +32,7 @@ class Report:
     splats: list = field(default_factory=list)
     expect_feature: bool = False   # the kernel enables the series' feature
     series: bool = False           # the kernel is built from the series
+    left_out: list = field(default_factory=list)  # [(glob, why)]
 
 
 KUNIT_OPTION = re.compile(r"^CONFIG_\w+_KUNIT_TEST=y$", re.M)
@@ -226,6 +227,16 @@ def analyze(run_dir, config_path=None, expect="auto"):
         _check(cases, "every_program_ran",
                _programs(run_dir, st, rep.run.get("filter", "")),
                "every packed program reported and ran tests")
+    # What the guest's architecture left out (qemu/<arch>.py's LEFT_OUT,
+    # left_out.txt): each a not-applicable skip, named, never silent.
+    for line in rundir.read(run_dir, "left_out.txt").splitlines():
+        glob, _, why = line.partition("\t")
+        if glob.strip():
+            rep.left_out.append((glob.strip(), why.strip()))
+            cases.append(Case(f"selftests/{glob.strip()}", "left_out",
+                              "skip", f"{NOT_APPLICABLE}: left out of the "
+                              f"{rep.run.get('arch', '?')} guest: "
+                              f"{why.strip()}"))
     _expect(cases, rep.expect_feature, rep.series)
     return rep
 
@@ -252,7 +263,10 @@ def summary(rep):
                 rep.expect_feature else "not expected: feature tests may "
                 "skip"))
     r = rep.run
-    out.append(f"accelerator {r.get('accel', '?')} "
+    if rep.left_out:
+        out.append(f"left out of the {r.get('arch', '?')} guest: " +
+                   "; ".join(f"{g} ({w})" for g, w in rep.left_out))
+    out.append(f"{r.get('arch', 'x86_64')}, accelerator {r.get('accel', '?')} "
                f"({r.get('accel_reason', 'no reason recorded')}), "
                f"-smp {r.get('smp', '?')}, boot to init "
                f"{r.get('boot_seconds')} s, whole run "
