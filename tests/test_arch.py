@@ -180,4 +180,5 @@ def test_left_out_globs_match_what_cmake_leaves_out():
     cm = open(os.path.join(ROOT, "selftests", "CMakeLists.txt")).read()
     assert 'name STREQUAL "compat_test"' in cm and "compat_test" in left
     assert "${name}_32" in cm and "*_32" in left
+    assert 'name STREQUAL "ldt_stack"' in cm and "ldt_stack" in left
     assert "set(BENCH_PROGRAM bench)" in cm and "bench" in left
