@@ -109,6 +109,9 @@ def main(argv=None):
                     help="like --series, but an option that does not "
                     "survive is only noted (a commit in the middle of the "
                     "series may define a symbol it cannot enable yet)")
+    ap.add_argument("--off", action="append", default=[],
+                    help="an option turned off after every fragment "
+                    "(make's KCONFIG_OFF=): verified off, and said")
     ap.add_argument("--arch", default=os.environ.get("VMTEST_ARCH", ""),
                     help="guest architecture (qemu/guest_arch.py): its "
                     "tinyconfig fragments and make arguments")
@@ -150,6 +153,13 @@ def main(argv=None):
                     into[name] = val
                     text.append(f"{name}={val}" if val != "n"
                                 else f"# {name} is not set")
+
+    for name in a.off:
+        name = name if name.startswith("CONFIG_") else f"CONFIG_{name}"
+        print(f"kconfig: {name} turned off (KCONFIG_OFF)")
+        text.append(f"# {name} is not set")
+        requested[name] = "n"
+        optional.pop(name, None)
 
     os.makedirs(a.out, exist_ok=True)
     allconfig = os.path.join(a.out, "vmtest.allconfig")

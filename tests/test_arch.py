@@ -182,3 +182,40 @@ def test_left_out_globs_match_what_cmake_leaves_out():
     assert "${name}_32" in cm and "*_32" in left
     assert 'name STREQUAL "ldt_stack"' in cm and "ldt_stack" in left
     assert "set(BENCH_PROGRAM bench)" in cm and "bench" in left
+
+
+def test_kconfig_off_turns_an_option_off_last_and_says_so(tmp_path, capsys):
+    """make KCONFIG_OFF=X (kconfig.py --off X): after every fragment."""
+    src = tmp_path / "src"
+    src.mkdir()
+    fake = tmp_path / "make"
+    fake.write_text("""#!/bin/sh
+for a; do case $a in O=*) o=${a#O=} ;; KCONFIG_ALLCONFIG=*) c=${a#*=} ;;
+KCONFIG_CONFIG=*) n=${a#*=} ;; esac; done
+cp "$c" "$o/$n"
+""")
+    fake.chmod(0o755)
+    frag = tmp_path / "f.config"
+    frag.write_text("CONFIG_X_KUNIT_TEST=y\n")
+    out = tmp_path / "obj"
+    assert kconfig.main(["--src", str(src), "--out", str(out), "--make",
+                         str(fake), "--off", "X_KUNIT_TEST", str(frag)]) == 0
+    lines = (out / "vmtest.allconfig").read_text().splitlines()
+    assert lines[-1] == "# CONFIG_X_KUNIT_TEST is not set", lines
+    assert "CONFIG_X_KUNIT_TEST turned off (KCONFIG_OFF)" in \
+        capsys.readouterr().out
+
+
+def test_a_series_kunit_suite_built_off_fails_a_feature_kernel(tmp_path):
+    (tmp_path / "run.json").write_text("{}")
+    (tmp_path / "results.log").write_text("")
+    (tmp_path / "kernel.config").write_text(
+        "CONFIG_UNWIND_USER=y\nCONFIG_UNWIND_USER_KUNIT_TEST=y\n"
+        "# CONFIG_UNWIND_DEFERRED_KUNIT_TEST is not set\n")
+    rep = report.analyze(str(tmp_path))
+    c = next(c for c in rep.cases if c.id == "kunit/unwind_deferred/result")
+    assert c.status == "fail" and "CONFIG_UNWIND_DEFERRED_KUNIT_TEST is " \
+        "not set" in c.message, c
+    rep = report.analyze(str(tmp_path), expect="no")
+    c = next(c for c in rep.cases if c.id == "kunit/unwind_deferred/result")
+    assert c.status == "skip", c

@@ -216,6 +216,15 @@ def analyze(run_dir, config_path=None, expect="auto"):
     if rep.series:
         _check(cases, "kunit_series_suites", absent,
                "every KUnit suite of the series ran its cases")
+        # A suite of the series the tree has but this kernel was built
+        # without (make's KCONFIG_OFF=): a skip, which fails on a kernel
+        # with the feature (_expect), named either way.
+        for opt, suite in SERIES_KUNIT.items():
+            if f"# {opt} is not set" in config.splitlines() and \
+                    suite not in suites:
+                cases.append(Case(f"kunit/{suite}", "result", "skip",
+                                  f"not built: {opt} is not set in this "
+                                  "kernel's .config"))
 
     # Selftests: the results channel.
     st = ktap.parse(results, strip_timestamps=False)
