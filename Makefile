@@ -135,11 +135,11 @@ kernel: deps $(TREE_DEP) ## configure (every option verified) and build the gues
 # The binutils of three Debian suites, one per SFrame version, for the
 # SFrame helpers (ci/toolchains.sh: fetched once, cached in build/).
 toolchains: deps ## fetch Debian bookworm's, trixie's and sid's binutils (SFrame v1, v2, v3) into build/toolchains
-	@bash ci/toolchains.sh $(BUILD)/toolchains
+	@bash ci/toolchains.sh $(BUILD)/toolchains$(ASFX)
 
 selftests: deps toolchains ## build the C++ GoogleTest selftests (static), 32-bit and SFrame helpers
 	@cmake -S selftests -B $(ST_BUILD) -DCMAKE_BUILD_TYPE= $(ARCH_CMAKE) \
-		-DSFRAME_TOOLCHAINS=$(BUILD)/toolchains >/dev/null
+		-DSFRAME_TOOLCHAINS=$(BUILD)/toolchains$(ASFX) >/dev/null
 	@$(MAKE) -s -C $(ST_BUILD) -j$$(nproc) >$(ST_BUILD)/build.log 2>&1 || \
 		{ grep -E 'error|Error' $(ST_BUILD)/build.log | head -30; \
 		  echo "selftests build failed: $(ST_BUILD)/build.log"; exit 1; }
