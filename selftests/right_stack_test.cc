@@ -61,6 +61,13 @@
 #include "lib/test_class.h"
 #include "lib/workload.h"
 
+/* The system call entry points' names: the arch's wrapper prefix. */
+#ifdef __aarch64__
+#define SYS_PREFIX "__arm64_sys_"
+#else
+#define SYS_PREFIX "__x64_sys_"
+#endif
+
 namespace {
 
 constexpr const char *kUprobePmu = "/sys/bus/event_source/devices/uprobe";
@@ -585,9 +592,9 @@ TEST(RightStack, KernelBreakpointDeferredChainIsTheCallingStack)
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	work::Kallsyms ks;
 	ks.load();
-	uint64_t addr = ks.addr("__x64_sys_getppid");
+	uint64_t addr = ks.addr(SYS_PREFIX "getppid");
 	if (!addr)
-		SKIP_NOT_APPLICABLE("no __x64_sys_getppid in /proc/kallsyms");
+		SKIP_NOT_APPLICABLE("no " SYS_PREFIX "getppid in /proc/kallsyms");
 	session::Options o;
 	perf_event_attr a = session::make_attr(o);
 	a.type = PERF_TYPE_BREAKPOINT;
@@ -597,10 +604,10 @@ TEST(RightStack, KernelBreakpointDeferredChainIsTheCallingStack)
 	a.bp_len = sizeof(long);
 	session::Session s;
 	int r = open_attr_pair(&s, a);
-	ASSERT_EQ(r, 0) << "execute breakpoint at __x64_sys_getppid: "
+	ASSERT_EQ(r, 0) << "execute breakpoint at " SYS_PREFIX "getppid: "
 			<< strerror(-r);
 	Compared c = run_getppid_pairs(
-		&s, "execute breakpoint on __x64_sys_getppid", 200);
+		&s, "execute breakpoint on " SYS_PREFIX "getppid", 200);
 	/* Nothing in the syscall refuses a request: every hit is deferred */
 	EXPECT_EQ(c.deferred, c.hits) << c.describe();
 }
@@ -669,7 +676,7 @@ TEST(RightStack, KprobeDeferredChainIsTheCallingStack)
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	session::Session s;
 	std::string what;
-	int r = open_kprobe_pair(&s, "__x64_sys_getpgrp", &what);
+	int r = open_kprobe_pair(&s, SYS_PREFIX "getpgrp", &what);
 	if (r == -ENOENT)
 		SKIP_NOT_APPLICABLE("no kprobe PMU (CONFIG_KPROBE_EVENTS)");
 	ASSERT_EQ(r, 0) << what << ": " << strerror(-r);
