@@ -601,7 +601,11 @@ TEST(RightStack, KernelBreakpointDeferredChainIsTheCallingStack)
 	a.config = 0;
 	a.bp_type = HW_BREAKPOINT_X;
 	a.bp_addr = addr;
+#ifdef __aarch64__
+	a.bp_len = HW_BREAKPOINT_LEN_4; /* arm64: one instruction */
+#else
 	a.bp_len = sizeof(long);
+#endif
 	session::Session s;
 	int r = open_attr_pair(&s, a);
 	ASSERT_EQ(r, 0) << "execute breakpoint at " SYS_PREFIX "getppid: "
@@ -634,14 +638,21 @@ int open_kprobe_pair(session::Session *s, const char *func, std::string *what)
 	 */
 	int r = -EILSEQ;
 	uint64_t off;
-	for (off = 1; off < 16 && r == -EILSEQ; off++) {
+#ifdef __aarch64__
+	/* Fixed 4-byte instructions: the next one (a misaligned offset is
+	 * EINVAL there, not EILSEQ). */
+	constexpr uint64_t kStep = 4;
+#else
+	constexpr uint64_t kStep = 1;
+#endif
+	for (off = kStep; off < 16 && r == -EILSEQ; off += kStep) {
 		a.config2 = off;
 		session::Session t;
 		r = t.open_attr(a, 0, -1, 1);
 	}
 	if (r)
 		return r;
-	a.config2 = off - 1;
+	a.config2 = off - kStep;
 	*what = std::string("kprobe at ") + func + "+" +
 		std::to_string(a.config2);
 	return open_attr_pair(s, a);
