@@ -64,8 +64,11 @@
 /* The system call entry points' names: the arch's wrapper prefix. */
 #ifdef __aarch64__
 #define SYS_PREFIX "__arm64_sys_"
+/* arm64 has no getpgrp system call: glibc's getpgrp() is getpgid(0). */
+#define GETPGRP_ENTRY "getpgid"
 #else
 #define SYS_PREFIX "__x64_sys_"
+#define GETPGRP_ENTRY "getpgrp"
 #endif
 
 namespace {
@@ -687,7 +690,7 @@ TEST(RightStack, KprobeDeferredChainIsTheCallingStack)
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	session::Session s;
 	std::string what;
-	int r = open_kprobe_pair(&s, SYS_PREFIX "getpgrp", &what);
+	int r = open_kprobe_pair(&s, SYS_PREFIX GETPGRP_ENTRY, &what);
 	if (r == -ENOENT)
 		SKIP_NOT_APPLICABLE("no kprobe PMU (CONFIG_KPROBE_EVENTS)");
 	ASSERT_EQ(r, 0) << what << ": " << strerror(-r);
