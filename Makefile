@@ -10,6 +10,22 @@ PYTEST     := $(PYTHON) -m pytest
 # atomic-sleep checks), stress (debug + kmemleak, for make stress) or
 # kcsan (KCSAN + kmemleak, for make stress-kcsan).
 CONFIG     ?= normal
+# The guest architecture: x86_64 (default) or arm64 (cross-built with
+# Debian's aarch64 toolchain, QEMU's virt machine under TCG). Its details
+# are in qemu/$(ARCH).py; anything else is refused here (exit 2).
+ARCH       ?= x86_64
+ARCH_NAME  := $(shell $(PYTHON) qemu/guest_arch.py '$(ARCH)' 2>&1)
+ifneq ($(.SHELLSTATUS),0)
+$(error $(ARCH_NAME))
+endif
+export VMTEST_ARCH := $(ARCH_NAME)
+# Another architecture's cross build of the selftests (CMake), and whether
+# its guest gets python3 + perf.so (qemu/<arch>.py).
+ARCH_CMAKE := $(shell $(PYTHON) qemu/guest_arch.py $(ARCH_NAME) CMAKE_ARGS)
+ARCH_PY    := $(shell $(PYTHON) qemu/guest_arch.py $(ARCH_NAME) PACK_PYTHON)
+# x86_64's outputs keep their names; another architecture's carry it
+# (kobj-arm64-normal, selftests-arm64, ...), so both live side by side.
+ASFX       := $(if $(filter x86_64,$(ARCH_NAME)),,-$(ARCH_NAME))
 # The kernel tree: build/linux (Debian's linux-source-6.12 + patches/) unless
 # KERNEL=DIR names another tree, which is then used exactly as it is.
 ifeq ($(KERNEL),)
@@ -24,12 +40,18 @@ endif
 # Everything built for one tree lives under build/out/<tree>/, so runs
 # against different trees never share a file.
 OUT        := $(BUILD)/out/$(TREE_ID)
-KOBJ       := $(OUT)/kobj-$(CONFIG)
+KOBJ       := $(OUT)/kobj$(ASFX)-$(CONFIG)
 # The guest kernel's config fragments, named by role. series.config holds
 # the options the series adds: on a tree that does not define them they
 # are left out (ci/kconfig.py --series).
-FRAGMENTS  := qemu/config/guest.config qemu/config/kunit-at-boot.config \
-	      --series qemu/config/series.config
+ARCH_FRAG  := $(shell $(PYTHON) qemu/guest_arch.py $(ARCH_NAME) GUEST_CONFIG)
+FRAGMENTS  := qemu/config/guest.config $(ARCH_FRAG) \
+	      qemu/config/kunit-at-boot.config \
+	      $(shell $(PYTHON) qemu/guest_arch.py $(ARCH_NAME) SERIES_MODE) qemu/config/series.config
+# KCONFIG_OFF="A B": options turned off after every fragment (without
+# CONFIG_), e.g. a series KUnit suite that does not build on an arch yet;
+# a series suite left out so fails the run on a feature kernel.
+FRAGMENTS  += $(foreach o,$(KCONFIG_OFF),--off $(o))
 ifeq ($(CONFIG),debug)
 FRAGMENTS  += qemu/config/debug-checks.config
 VM_TIMEOUT ?= 1500
@@ -41,31 +63,31 @@ else ifeq ($(CONFIG),kcsan)
 FRAGMENTS  += qemu/config/kcsan.config qemu/config/stress.config
 else ifeq ($(CONFIG),nounwind)
 # The series without the user unwinder: no series.config, UNWIND_USER off.
-FRAGMENTS  := qemu/config/guest.config qemu/config/kunit-at-boot.config \
-	      qemu/config/nounwind.config
+FRAGMENTS  := qemu/config/guest.config $(ARCH_FRAG) \
+	      qemu/config/kunit-at-boot.config qemu/config/nounwind.config
 else ifneq ($(CONFIG),normal)
 $(error CONFIG=$(CONFIG): use CONFIG=normal, CONFIG=debug, CONFIG=stress, CONFIG=kcsan or CONFIG=nounwind)
 endif
 VM_TIMEOUT ?= 600
-SMP        ?= 4
+SMP        ?= $(shell $(PYTHON) qemu/guest_arch.py $(ARCH_NAME) SMP)
 FILTER     ?=
-ST_BUILD   := $(OUT)/selftests
-ST_INSTALL := $(OUT)/selftests-install
-INITRD     := $(OUT)/initramfs.cpio.gz
+ST_BUILD   := $(OUT)/selftests$(ASFX)
+ST_INSTALL := $(OUT)/selftests$(ASFX)-install
+INITRD     := $(OUT)/initramfs$(ASFX).cpio.gz
 # perf for the guest, built statically from the tree under test, or from
 # PERF_TREE=DIR: e.g. the patched perf on an unpatched kernel, to see it
 # fall back.
 ifeq ($(PERF_TREE),)
 PERF_SRC   := $(KSRC)
-PERF_OUT   := $(OUT)/perf
+PERF_OUT   := $(OUT)/perf$(ASFX)
 else
 PERF_SRC   := $(abspath $(PERF_TREE))
-PERF_OUT   := $(BUILD)/out/$(if $(filter $(BUILD)/linux,$(PERF_SRC)),linux,$(notdir $(PERF_SRC))-$(shell echo $(PERF_SRC) | md5sum | cut -c1-6))/perf
+PERF_OUT   := $(BUILD)/out/$(if $(filter $(BUILD)/linux,$(PERF_SRC)),linux,$(notdir $(PERF_SRC))-$(shell echo $(PERF_SRC) | md5sum | cut -c1-6))/perf$(ASFX)
 endif
 # Upstream perf (Linux 7.2's) for the tests that record with one perf and
 # read with the other: one build for every tree.
-PERF_UPSTREAM_OUT := $(BUILD)/out/perf-upstream/perf
-RUN_DIR    := $(OUT)/vmtest-$(CONFIG)
+PERF_UPSTREAM_OUT := $(BUILD)/out/perf-upstream/perf$(ASFX)
+RUN_DIR    := $(OUT)/vmtest$(ASFX)-$(CONFIG)
 # make bench: BENCH=quick|full|exitpath (only the untraced getppid loop), in a guest with one vCPU per host core
 # (SMP= overrides): timed runs under TCG do not share a core.
 BENCH      ?= full
@@ -91,7 +113,7 @@ export EXPECT_FEATURE
 	kunit clean kernel-doc sparse submit-check send bench mutate golden fuzz
 
 help: ## list the targets
-	@echo "usage: make TARGET [KERNEL=DIR] [CONFIG=normal|debug|stress|kcsan|nounwind] [FILTER=gtest-filter] [PERF_TREE=DIR]"
+	@echo "usage: make TARGET [KERNEL=DIR] [ARCH=x86_64|arm64] [CONFIG=normal|debug|stress|kcsan|nounwind] [FILTER=gtest-filter] [PERF_TREE=DIR]"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
 		awk -F':.*## ' '{ printf "  %-14s %s\n", $$1, $$2 }'
 
@@ -113,11 +135,11 @@ kernel: deps $(TREE_DEP) ## configure (every option verified) and build the gues
 # The binutils of three Debian suites, one per SFrame version, for the
 # SFrame helpers (ci/toolchains.sh: fetched once, cached in build/).
 toolchains: deps ## fetch Debian bookworm's, trixie's and sid's binutils (SFrame v1, v2, v3) into build/toolchains
-	@bash ci/toolchains.sh $(BUILD)/toolchains
+	@bash ci/toolchains.sh $(BUILD)/toolchains$(ASFX)
 
 selftests: deps toolchains ## build the C++ GoogleTest selftests (static), 32-bit and SFrame helpers
-	@cmake -S selftests -B $(ST_BUILD) -DCMAKE_BUILD_TYPE= \
-		-DSFRAME_TOOLCHAINS=$(BUILD)/toolchains >/dev/null
+	@cmake -S selftests -B $(ST_BUILD) -DCMAKE_BUILD_TYPE= $(ARCH_CMAKE) \
+		-DSFRAME_TOOLCHAINS=$(BUILD)/toolchains$(ASFX) >/dev/null
 	@$(MAKE) -s -C $(ST_BUILD) -j$$(nproc) >$(ST_BUILD)/build.log 2>&1 || \
 		{ grep -E 'error|Error' $(ST_BUILD)/build.log | head -30; \
 		  echo "selftests build failed: $(ST_BUILD)/build.log"; exit 1; }
@@ -135,10 +157,10 @@ perf-upstream: deps ## build upstream perf (Linux 7.2's, Debian unstable's linux
 perf-python: deps $(TREE_DEP) ## build perf's python binding (perf.so) of the tree for Debian's python3
 	@bash ci/build-perf-python.sh "$(PERF_SRC)" "$(PERF_OUT)-python"
 
-initramfs: selftests perf perf-upstream perf-python $(TREE_DEP) ## pack busybox, qemu/init, perf, upstream perf, python3 + perf.so and the selftests
+initramfs: selftests perf perf-upstream $(if $(ARCH_PY),perf-python) $(TREE_DEP) ## pack busybox, qemu/init, perf, upstream perf, python3 + perf.so and the selftests
 	@PERF_BIN="$(PERF_OUT)/perf" PERF_SHELL="$(PERF_SRC)/tools/perf/tests/shell" \
 		PERF_UPSTREAM_BIN="$(PERF_UPSTREAM_OUT)/perf" \
-		PERF_PYTHON="$(PERF_OUT)-python/perf.so" \
+		PERF_PYTHON="$(if $(ARCH_PY),$(PERF_OUT)-python/perf.so)" \
 		bash qemu/mkinitramfs.sh $(INITRD) $(ST_INSTALL) $(KSRC)
 
 vmtest: kernel initramfs ## boot the guest, run KUnit + selftests, print the verdict

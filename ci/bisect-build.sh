@@ -19,7 +19,8 @@
 # decides what is built, lib.sh holds use_kernel_cc and perf's switches,
 # qemu/x86_64.py the make target. tests/test_build.py keeps it whole.
 BUILD_DEPS=(ci/bisect-build.sh ci/lib.sh ci/build-kernel.sh ci/kconfig.py
-	ci/build-perf.sh ci/build-perf-python.sh qemu/x86_64.py)
+	ci/build-perf.sh ci/build-perf-python.sh ci/fetch-deb.sh qemu/guest_arch.py
+	qemu/x86_64.py)
 
 [ $# -ge 2 ] || die "usage: bisect-build.sh KERNEL_SRC FRAGMENT..."
 src=$(realpath "$1")

@@ -16,6 +16,6 @@ shift 2
 use_kernel_cc
 /usr/bin/python3 "$ROOT/ci/kconfig.py" --src "$src" --out "$obj" "$@"
 t0=$SECONDS
-make -s -C "$src" O="$obj" CC="$KCC" -j"$(nproc)" "$(arch MAKE_TARGET)" ||
+make -s -C "$src" O="$obj" "${KMAKE_ARGS[@]}" CC="$KCC" -j"$(nproc)" "$(arch MAKE_TARGET)" ||
 	fail "the kernel does not build: $src in $obj (errors above)"
 log "kernel built in $((SECONDS - t0)) s: $obj/$(arch KERNEL_IMAGE)"

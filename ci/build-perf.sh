@@ -7,6 +7,11 @@
 # optional feature off. The result
 # is OUT_DIR/perf; an unchanged tree rebuilds nothing.
 #
+# VMTEST_ARCH=arm64 (make ARCH=arm64) cross-builds it for that guest with
+# qemu/arm64.py's CROSS_COMPILE; the static libelf, zlib and zstd it links
+# are Debian bookworm's arm64 -dev packages, unpacked (never installed)
+# into build/sysroot-arm64 by ci/fetch-deb.sh.
+#
 # PERF_SANITIZE=address builds the same perf for the host instead, linked
 # dynamically with AddressSanitizer (make perf-asan): the host tests run
 # crafted perf.data streams through it, where a read or write past a
@@ -17,9 +22,25 @@
 lock_script "$@"
 src=$(realpath "$1") out=$(realpath -m "$2")
 flags=(LDFLAGS=-static)
+read -ra cross <<<"$(arch MAKE_ARGS)"
 case "${PERF_SANITIZE:-}" in
-"") ;;
-address) flags=(LDFLAGS=-fsanitize=address
+"")
+	if [ ${#cross[@]} -gt 0 ]; then
+		deb_arch=$(arch NAME)
+		sysroot=$BUILD/sysroot-$deb_arch
+		bash "$ROOT/ci/fetch-deb.sh" --arch "$deb_arch" bookworm "$sysroot" \
+			libelf-dev libelf1 zlib1g-dev libzstd-dev >/dev/null ||
+			die "could not fetch $deb_arch's libelf, zlib, zstd (ci/fetch-deb.sh)"
+		triplet=$(arch CROSS_COMPILE)
+		triplet=${triplet%-}
+		flags=("LDFLAGS=-static -L$sysroot/usr/lib/$triplet"
+			"EXTRA_CFLAGS=-I$sysroot/usr/include -I$sysroot/usr/include/$triplet"
+			"${cross[@]}")
+	fi
+	;;
+address)
+	[ ${#cross[@]} -eq 0 ] || die "PERF_SANITIZE is for the host's perf: not with ARCH=$(arch NAME)"
+	flags=(LDFLAGS=-fsanitize=address
 	EXTRA_CFLAGS="-fsanitize=address -fno-omit-frame-pointer -g") ;;
 *) die "PERF_SANITIZE=$PERF_SANITIZE: only 'address' is known" ;;
 esac

@@ -3,7 +3,9 @@
 #
 # deps -> the harness's own tests -> the series applies to a fresh base ->
 # checkpatch --strict -> vmtest on the normal kernel -> vmtest on the debug
-# kernel -> the ABI tests on the series without the unwinder -> a short
+# kernel -> the ABI tests on the series without the unwinder -> the normal
+# and debug runs on the arm64 guest (make vmtest ARCH=arm64; CHECK_ARM64=0
+# leaves them out, CHECK_DEBUG=0 both debug runs) -> a short
 # make stress (CHECK_STRESS_S=120 seconds, 0: none).
 # Stops at the first failing step and names it; prints each step's time
 # at the end.
@@ -36,6 +38,14 @@ if [ "${CHECK_DEBUG:-1}" = 1 ]; then
 fi
 # The series built without CONFIG_UNWIND_USER: the defer bits are refused.
 step vmtest-nounwind make -s vmtest CONFIG=nounwind FILTER='Abi.*'
+# The arm64 guest: cross-built kernel, perf and selftests, QEMU's virt
+# machine under TCG with pseudo-NMIs (qemu/arm64.py).
+if [ "${CHECK_ARM64:-1}" = 1 ]; then
+	step vmtest-arm64 make -s vmtest ARCH=arm64 CONFIG=normal
+	if [ "${CHECK_DEBUG:-1}" = 1 ]; then
+		step vmtest-arm64-debug make -s vmtest ARCH=arm64 CONFIG=debug
+	fi
+fi
 # A short make stress (its own debug + kmemleak kernel): CHECK_STRESS_S
 # seconds of fuzzing and lifecycle storms, 0 to leave it out. The long
 # run is `make stress STRESS_S=600`.

@@ -13,6 +13,10 @@ PKGS=(
 	linux-source-6.12
 	# guest
 	qemu-system-x86 busybox-static
+	# make vmtest ARCH=arm64: the aarch64 cross toolchain (kernel, perf,
+	# selftests) and QEMU's virt machine (qemu/arm64.py)
+	gcc-aarch64-linux-gnu g++-aarch64-linux-gnu binutils-aarch64-linux-gnu
+	qemu-system-arm
 	# selftests: C++ GoogleTest, static, plus 32-bit helpers (the
 	# compiler's own multilib package, see multilib_pkg below)
 	cmake g++ libgtest-dev

@@ -23,7 +23,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), "qemu"))
-from x86_64 import TINY_CONFIGS as TINY  # noqa: E402
+import guest_arch  # noqa: E402
 SYMBOL = re.compile(r"^\s*(?:menu)?config\s+(\w+)\s*$")
 SET = re.compile(r"^(CONFIG_\w+)=(.*)$")
 UNSET = re.compile(r"^# (CONFIG_\w+) is not set$")
@@ -109,8 +109,19 @@ def main(argv=None):
                     help="like --series, but an option that does not "
                     "survive is only noted (a commit in the middle of the "
                     "series may define a symbol it cannot enable yet)")
+    ap.add_argument("--off", action="append", default=[],
+                    help="an option turned off after every fragment "
+                    "(make's KCONFIG_OFF=): verified off, and said")
+    ap.add_argument("--arch", default=os.environ.get("VMTEST_ARCH", ""),
+                    help="guest architecture (qemu/guest_arch.py): its "
+                    "tinyconfig fragments and make arguments")
     ap.add_argument("fragments", nargs="+")
     a = ap.parse_intermixed_args(argv)
+    try:
+        arch = guest_arch.load(a.arch)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
     for f in a.fragments + a.series + a.series_if_possible:
         if not os.path.exists(f):
@@ -118,7 +129,7 @@ def main(argv=None):
             return 2
 
     text = []
-    for f in TINY:
+    for f in arch.TINY_CONFIGS:
         path = os.path.join(a.src, f)
         if os.path.exists(path):
             text += open(path).read().splitlines()
@@ -143,12 +154,20 @@ def main(argv=None):
                     text.append(f"{name}={val}" if val != "n"
                                 else f"# {name} is not set")
 
+    for name in a.off:
+        name = name if name.startswith("CONFIG_") else f"CONFIG_{name}"
+        print(f"kconfig: {name} turned off (KCONFIG_OFF)")
+        text.append(f"# {name} is not set")
+        requested[name] = "n"
+        optional.pop(name, None)
+
     os.makedirs(a.out, exist_ok=True)
     allconfig = os.path.join(a.out, "vmtest.allconfig")
     new = "vmtest.config.new"
     with open(allconfig, "w") as fh:
         fh.write("\n".join(text) + "\n")
-    cmd = [a.make, "-s", "-C", a.src, f"O={os.path.abspath(a.out)}",
+    cmd = [a.make, "-s", "-C", a.src, *arch.MAKE_ARGS,
+           f"O={os.path.abspath(a.out)}",
            f"KCONFIG_ALLCONFIG={os.path.abspath(allconfig)}",
            f"KCONFIG_CONFIG={new}", "allnoconfig"]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -147,14 +147,18 @@ patch_subject() {
 		sub(/^\[[^]]*\] */, "", s); print s; exit}' "$1"
 }
 
-# use_kernel_cc: set KCC, the CC= for kernel builds: gcc through ccache
+# use_kernel_cc: set KCC, the CC= for kernel builds, and KMAKE_ARGS, the
+# guest architecture's ARCH= and CROSS_COMPILE= (none for x86_64): gcc through ccache
 # unless CCACHE=0 or ccache is missing, with ccache's settings exported,
 # and fixed version strings, so that an unchanged tree relinks nothing.
 # (Call it in the shell that runs make, not in $(...): the exports matter.)
 use_kernel_cc() {
 	export KBUILD_BUILD_USER=vmtest KBUILD_BUILD_HOST=vmtest
 	export KBUILD_BUILD_TIMESTAMP='Sun Nov 17 00:00:00 UTC 2024'
-	KCC=gcc
+	# The guest architecture's cross compiler (qemu/arm64.py), else gcc.
+	KCC="$(arch CROSS_COMPILE)gcc"
+	KMAKE_ARGS=()
+	read -ra KMAKE_ARGS <<<"$(arch MAKE_ARGS)"
 	if [ "${CCACHE:-1}" = 1 ] && command -v ccache >/dev/null; then
 		# Paths under the checkout are hashed relative to it, so a
 		# fresh clone in another directory still hits the cache.
@@ -166,7 +170,7 @@ use_kernel_cc() {
 		# and 138 s for ccache's default mode; warm, 5.5 s.
 		export CCACHE_DEPEND=1
 		export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
-		KCC="ccache gcc"
+		KCC="ccache $KCC"
 	fi
 }
 
@@ -220,10 +224,13 @@ boot_guest() {
 		--out "$dir" --smp "$smp" --timeout "$timeout" "$@"
 }
 
-# arch NAME: one setting of the guest architecture. qemu/x86_64.py is the
-# only place that knows them (image path, make target, QEMU arguments).
+# arch NAME: one setting of the guest architecture, VMTEST_ARCH (make's
+# ARCH=; default x86_64). qemu/x86_64.py and qemu/arm64.py are the only
+# places that know them (image path, make target, QEMU arguments); a list
+# prints as words. An unknown architecture is a setup error (exit 2).
 arch() {
-	/usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import x86_64; print(getattr(x86_64, sys.argv[2]))' "$ROOT/qemu" "$1"
+	/usr/bin/python3 "$ROOT/qemu/guest_arch.py" "${VMTEST_ARCH:-x86_64}" "$1" ||
+		die "no guest architecture '${VMTEST_ARCH:-}' (VMTEST_ARCH, make's ARCH=)"
 }
 
 # new_warnings BASE NEW: the lines of file NEW that file BASE does not have,

@@ -17,6 +17,10 @@
 # what they are ("binutils 2.44-3 (trixie), SFrame version 2"), as measured
 # by assembling a function and reading its .sframe header.
 #
+# VMTEST_ARCH=arm64 (make ARCH=arm64): the same suites' aarch64 cross
+# binutils (binutils-aarch64-linux-gnu, an amd64 package), for the arm64
+# guest's helpers, in a DIR of their own.
+#
 # Cached: a suite whose wrappers work is not fetched again, so a build costs
 # no network once done; TOOLCHAINS_REFRESH=1 fetches the suites' current
 # versions. A suite that cannot be fetched is reported and left out (exit
@@ -29,7 +33,13 @@ mkdir -p "$1"
 dir=$(cd "$1" && pwd)
 
 SUITES=(bookworm:1 trixie:2 sid:3)
-PKGS=(binutils-x86-64-linux-gnu libbinutils libctf-nobfd0 libctf0
+# The target's GNU triplet: the guest architecture's cross prefix, else
+# the host's x86-64.
+triplet=$(arch CROSS_COMPILE)
+triplet=${triplet%-}
+triplet=${triplet:-x86_64-linux-gnu}
+binutils_pkg=binutils-${triplet//_/-}
+PKGS=("$binutils_pkg" libbinutils libctf-nobfd0 libctf0
 	libjansson4 libzstd1 zlib1g libc6)
 # libsframe's soname follows the format: none in 2.40, 1 in 2.44, 3 later
 declare -A SFRAME_LIB=([bookworm]="" [trixie]=libsframe1 [sid]=libsframe3)
@@ -53,9 +63,12 @@ EOF
 sframe_version() {
 	local tmp
 	tmp=$(mktemp -d)
-	printf '\t.text\nf:\n\t.cfi_startproc\n\tpush %%rbx\n\t.cfi_adjust_cfa_offset 8\n\tpop %%rbx\n\t.cfi_adjust_cfa_offset -8\n\tret\n\t.cfi_endproc\n' >"$tmp/f.s"
+	case $triplet in
+	aarch64-*) printf '\t.text\nf:\n\t.cfi_startproc\n\tstp x29, x30, [sp, -16]!\n\t.cfi_def_cfa_offset 16\n\t.cfi_offset 29, -16\n\t.cfi_offset 30, -8\n\tldp x29, x30, [sp], 16\n\t.cfi_restore 30\n\t.cfi_restore 29\n\t.cfi_def_cfa_offset 0\n\tret\n\t.cfi_endproc\n' ;;
+	*) printf '\t.text\nf:\n\t.cfi_startproc\n\tpush %%rbx\n\t.cfi_adjust_cfa_offset 8\n\tpop %%rbx\n\t.cfi_adjust_cfa_offset -8\n\tret\n\t.cfi_endproc\n' ;;
+	esac >"$tmp/f.s"
 	"$dir/$1/bin/as" --gsframe -o "$tmp/f.o" "$tmp/f.s" &&
-		objcopy -O binary --only-section=.sframe "$tmp/f.o" "$tmp/f.sframe" &&
+		"$(arch CROSS_COMPILE)objcopy" -O binary --only-section=.sframe "$tmp/f.o" "$tmp/f.sframe" &&
 		od -An -tu1 -j2 -N1 "$tmp/f.sframe" | tr -d ' '
 	rm -rf "$tmp"
 }
@@ -78,9 +91,9 @@ for entry in "${SUITES[@]}"; do
 		rm -rf "${dir:?}/$suite"
 		continue
 	fi
-	wrapper "$suite" as x86_64-linux-gnu-as
-	wrapper "$suite" ld x86_64-linux-gnu-ld.bfd
-	ver=$(sed -n 's/^binutils-x86-64-linux-gnu //p' "$dir/$suite/root/versions")
+	wrapper "$suite" as "$triplet-as"
+	wrapper "$suite" ld "$triplet-ld.bfd"
+	ver=$(sed -n "s/^$binutils_pkg //p" "$dir/$suite/root/versions")
 	got=$(sframe_version "$suite") || got=
 	if [ "$got" != "$want" ]; then
 		warn "toolchains: $suite's as ($ver) writes SFrame version '${got:-none}', not $want: its helpers are not built"
@@ -92,6 +105,6 @@ done
 
 for entry in "${SUITES[@]}"; do
 	suite=${entry%%:*}
-	[ -s "$dir/$suite/version" ] && log "toolchains: $(cat "$dir/$suite/version")"
+	[ -s "$dir/$suite/version" ] && log "toolchains: $(cat "$dir/$suite/version")${triplet:+ for $triplet}"
 done
 exit 0

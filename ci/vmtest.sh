@@ -10,4 +10,6 @@
 kobj=$1 initrd=$2 dir=$3 smp=$4 timeout=$5 filter=${6:-}
 boot_guest "$kobj" "$initrd" "$dir" "$smp" "$timeout" ${filter:+--filter "$filter"}
 cp "$initrd.programs" "$dir/programs.txt"
+# What this architecture left out of the guest, and why (the verdict names it).
+[ ! -f "$initrd.left_out" ] || cp "$initrd.left_out" "$dir/left_out.txt"
 exec bash "$ROOT/ci/verdict.sh" "$dir"

@@ -16,7 +16,7 @@ import signal
 import subprocess
 import time
 
-import x86_64 as arch
+import guest_arch
 
 FIRST_LINE = b"Linux version"
 
@@ -25,7 +25,7 @@ def kvm_device():
     return os.environ.get("VMTEST_KVM_DEV", "/dev/kvm")
 
 
-def probe_kvm(qemu, kernel, timeout):
+def probe_kvm(qemu, kernel, timeout, arch):
     """Boot kernel under KVM for at most timeout s: (works, reason)."""
     dev = kvm_device()
     if not os.path.exists(dev):
@@ -81,17 +81,28 @@ def _host_key(qemu):
     return [boot, kvm_device(), path, st.st_mtime if st else None]
 
 
-def choose(forced, qemu, kernel, timeout=10, cache=None):
+def choose(forced, qemu, kernel, timeout=10, cache=None, arch=None):
     """(accel, reason) with accel 'kvm' or 'tcg'; forced is '', kvm or tcg.
 
     cache: a file that keeps the probe's answer for this boot of the host,
-    so a host whose KVM hangs pays the probe's timeout once."""
+    so a host whose KVM hangs pays the probe's timeout once. arch: the
+    guest's module (qemu/guest_arch.py; default x86_64): KVM runs a guest
+    only on a host of its own architecture, so on any other it is TCG
+    without a probe."""
+    arch = arch or guest_arch.load("x86_64")
     if forced == "tcg":
         return "tcg", "forced by ACCEL=tcg"
+    if forced not in ("", "kvm"):
+        raise ValueError(f"ACCEL={forced}: use ACCEL=kvm or ACCEL=tcg")
+    host = os.uname().machine
+    if host not in arch.KVM_HOSTS:
+        if forced == "kvm":
+            raise ValueError(f"ACCEL=kvm: KVM cannot run an {arch.NAME} "
+                             f"guest on this {host} host; use ACCEL=tcg")
+        return "tcg", (f"{arch.NAME} guest on an {host} host: KVM runs "
+                       f"it only on {' or '.join(arch.KVM_HOSTS)} hosts")
     if forced == "kvm":
         return "kvm", "forced by ACCEL=kvm (no probe)"
-    if forced:
-        raise ValueError(f"ACCEL={forced}: use ACCEL=kvm or ACCEL=tcg")
     key = _host_key(qemu) if cache else None
     if key:
         try:
@@ -101,7 +112,7 @@ def choose(forced, qemu, kernel, timeout=10, cache=None):
                     "in this boot of the host)"
         except (OSError, ValueError, KeyError):
             pass
-    ok, why = probe_kvm(qemu, kernel, timeout)
+    ok, why = probe_kvm(qemu, kernel, timeout, arch)
     acc = "kvm" if ok else "tcg"
     if key:
         with open(cache, "w") as fh:

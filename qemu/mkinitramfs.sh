@@ -21,12 +21,37 @@
 # importing what selftests/perf_python_test.py imports loads (found by
 # doing those imports on the host with python3 -IS, as the test runs);
 # /selftests/perf_python_test runs it.
+# VMTEST_ARCH (make's ARCH=) picks the guest architecture: another one
+# than the host's gets its busybox-static from Debian (qemu/<arch>.py's
+# BUSYBOX_DEB), and the files its LEFT_OUT names are not packed: they are
+# listed with the reason in OUT.cpio.gz.left_out, which the verdict names.
 . "$(dirname "$0")/../ci/lib.sh"
 
 [ $# -eq 3 ] || die "usage: mkinitramfs.sh OUT.cpio.gz SELFTEST_DIR KERNEL_SRC"
 out=$1 tests=$2 ksrc=$3
 busybox=/bin/busybox # from busybox-static: the guest has no libc
+bbdeb=$(arch BUSYBOX_DEB)
+if [ -n "$bbdeb" ]; then
+	bbdir=$BUILD/busybox-$(arch NAME)
+	bash "$ROOT/ci/fetch-deb.sh" --arch "$(arch NAME)" bookworm "$bbdir" "$bbdeb" >/dev/null ||
+		die "could not fetch $bbdeb for $(arch NAME) (ci/fetch-deb.sh)"
+	busybox=$bbdir/bin/busybox
+fi
 [ -x "$busybox" ] || die "$busybox missing: run 'make deps' (busybox-static)"
+STRIP=$(arch CROSS_COMPILE)strip
+# LEFT_OUT globs (case patterns) of this architecture, and why.
+left_out=()
+while IFS=$'\t' read -r glob why; do
+	[ -n "$glob" ] && left_out+=("$glob")
+done < <(arch LEFT_OUT)
+is_left_out() { # is_left_out NAME: a LEFT_OUT glob matches it
+	local g
+	for g in "${left_out[@]}"; do
+		# shellcheck disable=SC2254
+		case "$1" in $g) return 0 ;; esac
+	done
+	return 1
+}
 [ -d "$tests" ] || die "$tests: no selftests installed (make selftests)"
 
 gen=$BUILD/tools/gen_init_cpio
@@ -48,7 +73,7 @@ trap 'rm -rf "$list" "$stage"' EXIT
 strip_copy() { # strip_copy FILE GUEST_PATH: FILE without debug info (or as it is)
 	local copy=$stage/root$2
 	mkdir -p "${copy%/*}"
-	if strip --strip-debug -o "$copy" "$1" 2>/dev/null; then
+	if "$STRIP" --strip-debug -o "$copy" "$1" 2>/dev/null; then
 		echo "$copy"
 	else
 		echo "$1"
@@ -136,6 +161,7 @@ python_files() {
 		echo "file /selftests/settings $ROOT/selftests/settings 0644 0 0"
 	fi
 	find "$tests" -maxdepth 1 -type f | LC_ALL=C sort | while read -r f; do
+		is_left_out "${f##*/}" && continue
 		echo "file /selftests/${f##*/} $(strip_copy "$f" "/selftests/${f##*/}") 0755 0 0"
 	done
 } >"$list"
@@ -145,5 +171,8 @@ mkdir -p "$(dirname "$out")"
 KBUILD_BUILD_TIMESTAMP=0 "$gen" -t 0 "$list" | gzip -n -1 >"$out.$$.tmp"
 mv "$out.$$.tmp" "$out"
 # What was packed: the host checks that every one of these reported.
-find "$tests" -maxdepth 1 -type f -name '*_test' -printf '%f\n' | LC_ALL=C sort >"$out.programs"
+find "$tests" -maxdepth 1 -type f -name '*_test' -printf '%f\n' | LC_ALL=C sort |
+	while read -r f; do is_left_out "$f" || echo "$f"; done >"$out.programs"
+# What this architecture leaves out, and why ("GLOB<TAB>why" lines).
+arch LEFT_OUT >"$out.left_out"
 log "initramfs: $out ($(du -k "$out" | cut -f1) KiB)"

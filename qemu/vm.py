@@ -25,7 +25,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import accel  # noqa: E402
-import x86_64 as arch  # noqa: E402
+import guest_arch  # noqa: E402
 
 # What a stuck report looks like is ci/vmtest's to say, as every splat.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
@@ -57,14 +57,12 @@ def stop(proc):
         proc.kill()
 
 
-def command(a, qemu, accel_args):
+def command(a, qemu, accel_args, arch):
     cmd = [qemu, *accel_args, "-smp", str(a.smp), "-m", a.mem,
            "-nodefaults", "-display", "none", "-no-reboot",
            "-kernel", a.kernel, "-initrd", a.initrd]
-    for name in arch.SERIAL:
-        path = os.path.join(a.out, f"{name}.log")
-        cmd += ["-chardev", f"file,id={name},path={path}",
-                "-serial", f"chardev:{name}"]
+    cmd += arch.channel_args({name: os.path.join(a.out, f"{name}.log")
+                              for name in arch.SERIAL})
     append = f"{arch.CMDLINE} vmtest.cpus={a.smp} vmtest.jobs={a.jobs}"
     if a.filter:
         append += f" vmtest.filter={a.filter}"
@@ -107,7 +105,15 @@ def main(argv=None):
     ap.add_argument("--accel", default=os.environ.get("ACCEL", ""),
                     help="kvm or tcg; default: KVM when a probe boots, "
                     "else TCG")
+    ap.add_argument("--arch", default=os.environ.get("VMTEST_ARCH", ""),
+                    help="the guest's architecture: x86_64 (default) or "
+                    "arm64 (qemu/guest_arch.py)")
     a = ap.parse_args(argv)
+    try:
+        arch = guest_arch.load(a.arch)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
     for f in (a.kernel, a.initrd):
         if not os.path.exists(f):
@@ -120,7 +126,8 @@ def main(argv=None):
         return 2
     try:
         acc, why = accel.choose(a.accel, qemu, a.kernel,
-                                cache=os.environ.get("VMTEST_PROBE_CACHE"))
+                                cache=os.environ.get("VMTEST_PROBE_CACHE"),
+                                arch=arch)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -128,8 +135,9 @@ def main(argv=None):
     os.makedirs(a.out, exist_ok=True)
     for name in arch.SERIAL:
         open(os.path.join(a.out, f"{name}.log"), "w").close()
-    cmd = command(a, qemu, arch.KVM_ARGS if acc == "kvm" else arch.TCG_ARGS)
-    run = {"accel": acc, "accel_reason": why, "smp": a.smp, "mem": a.mem,
+    cmd = command(a, qemu, arch.KVM_ARGS if acc == "kvm" else arch.TCG_ARGS,
+                  arch)
+    run = {"arch": arch.NAME, "accel": acc, "accel_reason": why, "smp": a.smp, "mem": a.mem,
            "timeout": a.timeout, "filter": a.filter, "jobs": a.jobs,
            "bench": a.bench, "stress": a.stress,
            "command": cmd}

@@ -184,6 +184,7 @@ TEST(ExitExec, ExitGroupAfterLongSyscall64)
 
 TEST(ExitExec, ExitGroupAfterLongSyscall32)
 {
+	SKIP_UNLESS_IA32();
 	EXTENSION(kExitExecWhy);
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	run_child("exit_group, 32-bit, 64 MiB mapped",
@@ -202,6 +203,7 @@ TEST(ExitExec, KilledInALongRead)
 
 TEST(ExitExec, Exec64To32)
 {
+	SKIP_UNLESS_IA32();
 	EXTENSION(kExitExecWhy);
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	run_child("exec 64 -> 32 bit",
@@ -211,6 +213,7 @@ TEST(ExitExec, Exec64To32)
 
 TEST(ExitExec, Exec32To64)
 {
+	SKIP_UNLESS_IA32();
 	EXTENSION(kExitExecWhy);
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	run_child("exec 32 -> 64 bit",

@@ -58,15 +58,20 @@ constexpr Expected kExpected[] = {
 
 /*
  * The address after the loop's system call (helpers/hostile_stack.c's
- * asm: xor %eax,%eax; syscall, or mov $3,%eax; int $0x80): its entries'
- * ip.
+ * asm: xor %eax,%eax; syscall, or mov $3,%eax; int $0x80, or aarch64's
+ * svc #0): its entries' ip.
  */
 uint64_t after_syscall(const std::string &path, const syms::Symbol &fn,
 		       bool compat)
 {
 	std::string f = work::read_file(path);
+#ifdef __aarch64__
+	/* svc #0 (the asm loads x8 before it) */
+	std::string insn = std::string("\x01\0\0\xd4", 4);
+#else
 	std::string insn = compat ? std::string("\xb8\x03\0\0\0\xcd\x80", 7) :
 				    std::string("\x31\xc0\x0f\x05", 4);
+#endif
 	size_t end = std::min<size_t>(fn.file_offset + fn.size, f.size());
 	size_t at = f.find(insn, fn.file_offset);
 	if (at == std::string::npos || at + insn.size() > end)
@@ -81,6 +86,8 @@ uint64_t after_syscall(const std::string &path, const syms::Symbol &fn,
 void run_hostile(const std::string &mode, bool compat, bool deferred,
 		 bool in_place_no_kernel = false)
 {
+	if (compat)
+		SKIP_UNLESS_IA32();
 	std::string name = compat ? "hostile_stack_32" : "hostile_stack";
 	SKIP_UNLESS_HELPER(name);
 	std::string path = work::helper_path(name), err;

@@ -380,6 +380,7 @@ TEST(PerfTool, ScriptMergesDeferredUserStacks)
 
 TEST(PerfTool, ScriptMergesDeferredUserStacksCompat32)
 {
+	SKIP_UNLESS_IA32();
 	EXTENSION("deferred chains of ia32 compat tasks: the ABI does not "
 		  "promise them, upstream's support is not verified here");
 	SKIP_UNLESS_PERF();

@@ -61,6 +61,16 @@
 #include "lib/test_class.h"
 #include "lib/workload.h"
 
+/* The system call entry points' names: the arch's wrapper prefix. */
+#ifdef __aarch64__
+#define SYS_PREFIX "__arm64_sys_"
+/* arm64 has no getpgrp system call: glibc's getpgrp() is getpgid(0). */
+#define GETPGRP_ENTRY "getpgid"
+#else
+#define SYS_PREFIX "__x64_sys_"
+#define GETPGRP_ENTRY "getpgrp"
+#endif
+
 namespace {
 
 constexpr const char *kUprobePmu = "/sys/bus/event_source/devices/uprobe";
@@ -278,9 +288,15 @@ extern "C" const char rs_probe_site[];
  * is not emulated by x86's uprobes: it is single-stepped out of line. */
 extern "C" __attribute__((noinline, noclone)) long rs_probed(long x)
 {
+#ifdef __aarch64__
+	__asm__ volatile(".globl rs_probe_site\n"
+			 "rs_probe_site:\n\t"
+			 "mov x9, x9\n" ::: "x9", "memory");
+#else
 	__asm__ volatile(".globl rs_probe_site\n"
 			 "rs_probe_site:\n\t"
 			 "mov %%rax, %%rax\n" ::: "memory");
+#endif
 	rs_not_a_leaf();
 	return x + 1;
 }
@@ -411,14 +427,14 @@ TEST(RightStack, SignalDeliverDeferredChainIsTheInterruptedStack)
 
 extern "C" __attribute__((noinline)) long rs_entry_a(void)
 {
-	long r = raw_syscall3(110 /* getppid */, 0, 0, 0);
+	long r = raw_syscall3(NR_getppid, 0, 0, 0);
 	rs_not_a_leaf();
 	return r;
 }
 
 extern "C" __attribute__((noinline)) long rs_entry_b(void)
 {
-	long r = raw_syscall3(110 /* getppid */, 0, 0, 0);
+	long r = raw_syscall3(NR_getppid, 0, 0, 0);
 	rs_not_a_leaf();
 	return r;
 }
@@ -579,22 +595,26 @@ TEST(RightStack, KernelBreakpointDeferredChainIsTheCallingStack)
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	work::Kallsyms ks;
 	ks.load();
-	uint64_t addr = ks.addr("__x64_sys_getppid");
+	uint64_t addr = ks.addr(SYS_PREFIX "getppid");
 	if (!addr)
-		SKIP_NOT_APPLICABLE("no __x64_sys_getppid in /proc/kallsyms");
+		SKIP_NOT_APPLICABLE("no " SYS_PREFIX "getppid in /proc/kallsyms");
 	session::Options o;
 	perf_event_attr a = session::make_attr(o);
 	a.type = PERF_TYPE_BREAKPOINT;
 	a.config = 0;
 	a.bp_type = HW_BREAKPOINT_X;
 	a.bp_addr = addr;
+#ifdef __aarch64__
+	a.bp_len = HW_BREAKPOINT_LEN_4; /* arm64: one instruction */
+#else
 	a.bp_len = sizeof(long);
+#endif
 	session::Session s;
 	int r = open_attr_pair(&s, a);
-	ASSERT_EQ(r, 0) << "execute breakpoint at __x64_sys_getppid: "
+	ASSERT_EQ(r, 0) << "execute breakpoint at " SYS_PREFIX "getppid: "
 			<< strerror(-r);
 	Compared c = run_getppid_pairs(
-		&s, "execute breakpoint on __x64_sys_getppid", 200);
+		&s, "execute breakpoint on " SYS_PREFIX "getppid", 200);
 	/* Nothing in the syscall refuses a request: every hit is deferred */
 	EXPECT_EQ(c.deferred, c.hits) << c.describe();
 }
@@ -621,14 +641,21 @@ int open_kprobe_pair(session::Session *s, const char *func, std::string *what)
 	 */
 	int r = -EILSEQ;
 	uint64_t off;
-	for (off = 1; off < 16 && r == -EILSEQ; off++) {
+#ifdef __aarch64__
+	/* Fixed 4-byte instructions: the next one (a misaligned offset is
+	 * EINVAL there, not EILSEQ). */
+	constexpr uint64_t kStep = 4;
+#else
+	constexpr uint64_t kStep = 1;
+#endif
+	for (off = kStep; off < 16 && r == -EILSEQ; off += kStep) {
 		a.config2 = off;
 		session::Session t;
 		r = t.open_attr(a, 0, -1, 1);
 	}
 	if (r)
 		return r;
-	a.config2 = off - 1;
+	a.config2 = off - kStep;
 	*what = std::string("kprobe at ") + func + "+" +
 		std::to_string(a.config2);
 	return open_attr_pair(s, a);
@@ -663,7 +690,7 @@ TEST(RightStack, KprobeDeferredChainIsTheCallingStack)
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	session::Session s;
 	std::string what;
-	int r = open_kprobe_pair(&s, "__x64_sys_getpgrp", &what);
+	int r = open_kprobe_pair(&s, SYS_PREFIX GETPGRP_ENTRY, &what);
 	if (r == -ENOENT)
 		SKIP_NOT_APPLICABLE("no kprobe PMU (CONFIG_KPROBE_EVENTS)");
 	ASSERT_EQ(r, 0) << what << ": " << strerror(-r);
@@ -695,6 +722,7 @@ extern "C" __attribute__((noinline)) long rs_vsyscall(void)
 
 TEST(RightStack, EmulatedVsyscallDeferredChainIsTheInterruptedStack)
 {
+	SKIP_UNLESS_X86("the legacy vsyscall page");
 	EXTENSION("an entry from an emulated vsyscall starts above the user "
 		  "limit: its deferred chain starts there too, as the in-place "
 		  "one does (doc/kernel.md: the right stack)");
@@ -748,6 +776,7 @@ bool is_exec_caller(const std::vector<uint64_t> &ips, const Image &img)
 
 TEST(RightStack, ExecSplitsOldAndNewImageStacks)
 {
+	SKIP_UNLESS_IA32();
 	EXTENSION("exec ends the old image's kernel entry: its samples get "
 		  "the old image's stack, the new image a new cookie "
 		  "(doc/kernel.md: the right stack)");

@@ -105,6 +105,7 @@ TEST(Uretprobe, DeferredChainShowsTheHiddenCaller)
 
 TEST(Uretprobe, DeferredCompatChainShowsTheHiddenCaller)
 {
+	SKIP_UNLESS_IA32();
 	EXTENSION("deferred ia32 chains put the caller back in a pending "
 		  "uretprobe's trampoline slot (doc/kernel.md: the right "
 		  "stack)");
@@ -128,7 +129,7 @@ extern "C" __attribute__((noinline)) void ur_not_a_leaf(void)
 
 extern "C" __attribute__((noinline)) long ur_target(void)
 {
-	long r = raw_syscall3(110 /* getppid */, 0, 0, 0);
+	long r = raw_syscall3(NR_getppid, 0, 0, 0);
 	ur_not_a_leaf();
 	return r + 1;
 }
@@ -139,8 +140,14 @@ __asm__(".text\n"
 	".globl ur_enter_with_ra\n"
 	".type ur_enter_with_ra, @function\n"
 	"ur_enter_with_ra:\n\t"
+#ifdef __aarch64__
+	/* The return address is the link register. */
+	"mov x30, x1\n\t"
+	"br x0\n"
+#else
 	"push %rsi\n\t"
 	"jmp *%rdi\n"
+#endif
 	".size ur_enter_with_ra, .-ur_enter_with_ra\n");
 
 sigjmp_buf ur_env;
@@ -152,9 +159,13 @@ void ur_on_segv(int)
 	siglongjmp(ur_env, 1);
 }
 
-/* The x86-64 user address limit (47-bit address space). */
-constexpr uint64_t kUserLimit = 0x00007ffffffff000ULL;
+/* The user address limit (x86-64: 47-bit address space; arm64: 48). */
+constexpr uint64_t kUserLimit = perf_abi::kUserLimit;
+#ifdef __aarch64__
+constexpr uint64_t kKernelRa = 0xffff800080000000ULL;
+#else
 constexpr uint64_t kKernelRa = 0xffffffff81000000ULL;
+#endif
 
 TEST(Uretprobe, DeferredChainRefusesAKernelReturnAddress)
 {

@@ -73,12 +73,12 @@ def test_bisect_build_names_the_commit_that_does_not_build(tmp_path, fixes,
 
 def refs(script):
     """The harness files a script runs or reads: $ROOT/ci/..., $ROOT/qemu/
-    ..., and qemu/x86_64.py through lib.sh's arch."""
+    ..., and qemu/guest_arch.py + qemu/x86_64.py through lib.sh's arch."""
     with open(os.path.join(ROOT, script)) as f:
         text = f.read()
     found = set(re.findall(r"\$ROOT/((?:ci|qemu)/[\w.-]+)", text))
     if re.search(r"\barch [A-Z_]+", text):
-        found.add("qemu/x86_64.py")
+        found |= {"qemu/guest_arch.py", "qemu/x86_64.py"}
     if "lib.sh" in text:
         found.add("ci/lib.sh")
     return found

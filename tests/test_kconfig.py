@@ -39,8 +39,9 @@ def test_debug_fragment_turns_off_slub_tiny():
     assert opts["CONFIG_SLUB_TINY"] == "n"
 
 
-def test_base_fragment_keeps_acpi_for_smp():
+def test_x86_fragment_keeps_acpi_for_smp():
     lines = open(os.path.join(QEMU_CONFIG, "guest.config")).read().splitlines()
+    lines += open(os.path.join(QEMU_CONFIG, "x86_64.config")).read().splitlines()
     opts = kconfig.parse(lines)
     assert opts["CONFIG_ACPI"] == "y" and opts["CONFIG_SMP"] == "y"
 

@@ -32,6 +32,7 @@ class Report:
     splats: list = field(default_factory=list)
     expect_feature: bool = False   # the kernel enables the series' feature
     series: bool = False           # the kernel is built from the series
+    left_out: list = field(default_factory=list)  # [(glob, why)]
 
 
 KUNIT_OPTION = re.compile(r"^CONFIG_\w+_KUNIT_TEST=y$", re.M)
@@ -215,6 +216,15 @@ def analyze(run_dir, config_path=None, expect="auto"):
     if rep.series:
         _check(cases, "kunit_series_suites", absent,
                "every KUnit suite of the series ran its cases")
+        # A suite of the series the tree has but this kernel was built
+        # without (make's KCONFIG_OFF=): a skip, which fails on a kernel
+        # with the feature (_expect), named either way.
+        for opt, suite in SERIES_KUNIT.items():
+            if f"# {opt} is not set" in config.splitlines() and \
+                    suite not in suites:
+                cases.append(Case(f"kunit/{suite}", "result", "skip",
+                                  f"not built: {opt} is not set in this "
+                                  "kernel's .config"))
 
     # Selftests: the results channel.
     st = ktap.parse(results, strip_timestamps=False)
@@ -226,6 +236,16 @@ def analyze(run_dir, config_path=None, expect="auto"):
         _check(cases, "every_program_ran",
                _programs(run_dir, st, rep.run.get("filter", "")),
                "every packed program reported and ran tests")
+    # What the guest's architecture left out (qemu/<arch>.py's LEFT_OUT,
+    # left_out.txt): each a not-applicable skip, named, never silent.
+    for line in rundir.read(run_dir, "left_out.txt").splitlines():
+        glob, _, why = line.partition("\t")
+        if glob.strip():
+            rep.left_out.append((glob.strip(), why.strip()))
+            cases.append(Case(f"selftests/{glob.strip()}", "left_out",
+                              "skip", f"{NOT_APPLICABLE}: left out of the "
+                              f"{rep.run.get('arch', '?')} guest: "
+                              f"{why.strip()}"))
     _expect(cases, rep.expect_feature, rep.series)
     return rep
 
@@ -252,7 +272,10 @@ def summary(rep):
                 rep.expect_feature else "not expected: feature tests may "
                 "skip"))
     r = rep.run
-    out.append(f"accelerator {r.get('accel', '?')} "
+    if rep.left_out:
+        out.append(f"left out of the {r.get('arch', '?')} guest: " +
+                   "; ".join(f"{g} ({w})" for g, w in rep.left_out))
+    out.append(f"{r.get('arch', 'x86_64')}, accelerator {r.get('accel', '?')} "
                f"({r.get('accel_reason', 'no reason recorded')}), "
                f"-smp {r.get('smp', '?')}, boot to init "
                f"{r.get('boot_seconds')} s, whole run "

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * A task that breaks its own frame-pointer chain before every system call,
- * built 64-bit (hostile_stack) and 32-bit (hostile_stack_32). The frame
+ * built 64-bit (hostile_stack, x86-64 or aarch64) and 32-bit
+ * (hostile_stack_32, x86 only). The frame
  * pointer register is set to a hostile value in inline asm around a loop
  * of raw read(2)s of /dev/zero, and restored after each loop, for MS ms
  * of CPU time.
@@ -29,6 +30,9 @@ static char buf[16 << 10];
 
 #ifdef __x86_64__
 #define KERNEL_ADDR ((uintptr_t)0xffffffff81000000ULL)
+#elif defined(__aarch64__)
+/* The start of arm64's kernel image with 48-bit virtual addresses. */
+#define KERNEL_ADDR ((uintptr_t)0xffff800080000000ULL)
 #else
 /* Above a compat task's TASK_SIZE (0xffffe000). */
 #define KERNEL_ADDR ((uintptr_t)0xfffff000UL)
@@ -50,6 +54,23 @@ __attribute__((noinline)) void hostile_reads(uintptr_t bad, int fd, long n)
 			 : [bad] "r"(bad), "D"((long)fd), "S"(buf),
 			   "d"(sizeof(buf))
 			 : "rax", "rcx", "r11", "r12", "memory");
+#elif defined(__aarch64__)
+	/* The frame pointer is x29; x19 (callee-saved) keeps the good one. */
+	__asm__ volatile("mov x19, x29\n\t"
+			 "mov x29, %[bad]\n"
+			 "1:\n\t"
+			 "mov x8, #63\n\t" /* read */
+			 "mov x0, %[fd]\n\t"
+			 "mov x1, %[buf]\n\t"
+			 "mov x2, %[len]\n\t"
+			 "svc #0\n\t"
+			 "subs %[n], %[n], #1\n\t"
+			 "b.ne 1b\n\t"
+			 "mov x29, x19"
+			 : [n] "+r"(n)
+			 : [bad] "r"(bad), [fd] "r"((long)fd), [buf] "r"(buf),
+			   [len] "r"(sizeof(buf))
+			 : "x0", "x1", "x2", "x8", "x19", "cc", "memory");
 #else
 	__asm__ volatile("push %%ebp\n\t"
 			 "mov %[bad], %%ebp\n"

@@ -49,8 +49,19 @@ static inline long raw_syscall3(long nr, long a, long b, long c)
 			 : "=a"(ret)
 			 : "a"(nr), "b"(a), "c"(b), "d"(c)
 			 : "memory");
+#elif defined(__aarch64__)
+	register long x8 __asm__("x8") = nr;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+
+	__asm__ volatile("svc #0"
+			 : "+r"(x0)
+			 : "r"(x8), "r"(x1), "r"(x2)
+			 : "memory");
+	ret = x0;
 #else
-#error "known_stack: x86 only"
+#error "known_stack: x86-64, i386 and aarch64 only"
 #endif
 	return ret;
 }
@@ -58,6 +69,9 @@ static inline long raw_syscall3(long nr, long a, long b, long c)
 #if defined(__x86_64__)
 #define NR_READ		0
 #define NR_GETPPID	110
+#elif defined(__aarch64__)
+#define NR_READ		63
+#define NR_GETPPID	173
 #else
 #define NR_READ		3
 #define NR_GETPPID	64

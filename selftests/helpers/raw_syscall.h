@@ -3,7 +3,8 @@
  * Raw system calls inlined into the caller, for the helpers the tests
  * sample: no libc wrapper frame between the caller and the kernel entry,
  * and no use of the frame-pointer register (i386's syscall() puts its
- * sixth argument in %ebp). 64-bit: syscall; 32-bit: int $0x80.
+ * sixth argument in %ebp). 64-bit: syscall; 32-bit: int $0x80; aarch64:
+ * svc #0 (number in x8, the generic syscall table).
  */
 #ifndef HELPERS_RAW_SYSCALL_H
 #define HELPERS_RAW_SYSCALL_H
@@ -13,6 +14,7 @@
 #define NR_execve 59
 #define NR_exit_group 231
 #define NR_clock_gettime 228
+#define NR_getppid 110
 static inline __attribute__((always_inline)) long
 raw_syscall3(long nr, long a, long b, long c)
 {
@@ -23,12 +25,33 @@ raw_syscall3(long nr, long a, long b, long c)
 			 : "rcx", "r11", "memory");
 	return ret;
 }
+#elif defined(__aarch64__)
+#define NR_read 63
+#define NR_execve 221
+#define NR_exit_group 94
+#define NR_clock_gettime 113
+#define NR_getppid 173
+static inline __attribute__((always_inline)) long
+raw_syscall3(long nr, long a, long b, long c)
+{
+	register long x8 __asm__("x8") = nr;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+
+	__asm__ volatile("svc #0"
+			 : "+r"(x0)
+			 : "r"(x8), "r"(x1), "r"(x2)
+			 : "memory");
+	return x0;
+}
 #else
 #define NR_read 3
 #define NR_execve 11
 #define NR_exit_group 252
 /* clock_gettime64: clock_gettime (265) needs CONFIG_COMPAT_32BIT_TIME */
 #define NR_clock_gettime 403
+#define NR_getppid 64
 static inline __attribute__((always_inline)) long
 raw_syscall3(long nr, long a, long b, long c)
 {

@@ -22,7 +22,7 @@ constexpr uint32_t kRecordCallchainDeferred = 22;
 constexpr uint64_t kContextUserDeferred = (uint64_t)-640;
 
 /*
- * x86-64 address space, the one place the selftests say where user space
+ * The address space, the one place the selftests say where user space
  * ends and the kernel begins. kUserLimit is the end of user space
  * (TASK_SIZE_MAX): nothing at or above is a user address. kKernelStart is
  * the start of the canonical kernel half: between the two are
@@ -30,8 +30,16 @@ constexpr uint64_t kContextUserDeferred = (uint64_t)-640;
  * memory (the classic in-place walk reports it), never a kernel address.
  * Context markers (PERF_CONTEXT_*) are in the kernel half too.
  */
+#ifdef __aarch64__
+/* arm64, 48-bit virtual addresses: TTBR0 below 1 << 48, TTBR1 from
+ * -(1 << 48); between them tagged or signed (pointer authentication)
+ * values, never a plain user or kernel address. */
+constexpr uint64_t kUserLimit = 0x0001000000000000ULL;
+constexpr uint64_t kKernelStart = 0xffff000000000000ULL;
+#else
 constexpr uint64_t kUserLimit = 0x00007ffffffff000ULL;
 constexpr uint64_t kKernelStart = 0xffff800000000000ULL;
+#endif
 
 inline bool is_kernel_address(uint64_t ip)
 {
@@ -47,7 +55,12 @@ constexpr uint64_t kVsyscallPage = 0xffffffffff600000ULL;
 
 inline bool is_vsyscall_address(uint64_t ip)
 {
+#ifdef __x86_64__
 	return (ip & ~0xfffULL) == kVsyscallPage;
+#else
+	(void)ip;
+	return false; /* x86-64 only */
+#endif
 }
 
 inline void set_attr_bit(perf_event_attr *attr, int bit)

@@ -39,3 +39,16 @@ constexpr const char *kNotApplicable = "not applicable: ";
 
 #define SKIP_NOT_APPLICABLE(reason)                                         \
 	GTEST_SKIP() << test_class::kNotApplicable << reason
+
+/*
+ * What x86 alone has: ia32 compat tasks (the helpers' -m32 builds, which
+ * only an x86 build has), the legacy vsyscall page. Elsewhere such a test
+ * skips as not applicable, saying so.
+ */
+#ifdef __x86_64__
+#define SKIP_UNLESS_X86(what) do { } while (0)
+#else
+#define SKIP_UNLESS_X86(what) SKIP_NOT_APPLICABLE("x86-only: " << what)
+#endif
+#define SKIP_UNLESS_IA32()                                                  \
+	SKIP_UNLESS_X86("ia32 compat tasks (helpers built with gcc -m32)")
