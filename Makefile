@@ -87,6 +87,10 @@ endif
 # Upstream perf (Linux 7.2's) for the tests that record with one perf and
 # read with the other: one build for every tree.
 PERF_UPSTREAM_OUT := $(BUILD)/out/perf-upstream/perf$(ASFX)
+# make vmtest-upstream: the suite on unpatched upstream Linux 7.2 (Debian
+# unstable's linux-source-7.2, unpacked here by ci/upstream-tree.sh) with
+# that tree's own perf, perf.so and perf shell tests.
+UPSTREAM_TREE ?= $(BUILD)/upstream-7.2
 RUN_DIR    := $(OUT)/vmtest$(ASFX)-$(CONFIG)
 # make bench: BENCH=quick|full|exitpath (only the untraced getppid loop), in a guest with one vCPU per host core
 # (SMP= overrides): timed runs under TCG do not share a core.
@@ -109,6 +113,7 @@ export ACCEL
 export EXPECT_FEATURE
 
 .PHONY: help deps tree apply export kernel toolchains selftests perf perf-asan perf-upstream perf-python initramfs vmtest test-perf \
+	upstream-tree vmtest-upstream \
 	verdict vmtest-debug stress stress-kcsan stress-run test checkpatch apply-fresh bisect-build check \
 	kunit clean kernel-doc sparse submit-check send bench mutate golden fuzz
 
@@ -165,6 +170,12 @@ initramfs: selftests perf perf-upstream $(if $(ARCH_PY),perf-python) $(TREE_DEP)
 
 vmtest: kernel initramfs ## boot the guest, run KUnit + selftests, print the verdict
 	@bash ci/vmtest.sh "$(KOBJ)" "$(INITRD)" "$(RUN_DIR)" "$(SMP)" "$(VM_TIMEOUT)" "$(FILTER)"
+
+upstream-tree: deps ## make build/upstream-7.2: Debian unstable's linux-source-7.2, unpatched, as git (UPSTREAM_TREE=DIR)
+	@bash ci/upstream-tree.sh "$(UPSTREAM_TREE)"
+
+vmtest-upstream: upstream-tree ## make vmtest on upstream Linux 7.2 with its own perf: the conformance count there (doc/upstream/conformance.md)
+	@$(MAKE) --no-print-directory vmtest KERNEL="$(UPSTREAM_TREE)" PERF_TREE="$(UPSTREAM_TREE)"
 
 verdict: ## judge a saved run again without booting: make verdict RUN=DIR
 	@bash ci/verdict.sh "$(RUN)"

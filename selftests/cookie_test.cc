@@ -20,6 +20,7 @@
 #include "lib/features.h"
 #include "lib/perf_abi.h"
 #include "lib/session.h"
+#include "lib/test_class.h"
 #include "lib/workload.h"
 
 namespace {
@@ -98,9 +99,20 @@ TEST(Cookie, NonZeroAndNewForEveryEntry)
 	EXPECT_EQ(one_record, kCalls) << tr.describe();
 }
 
-TEST(Cookie, SharedByAllSamplesAndEventsOfOneEntry)
+/*
+ * Three events on this task, buffer 0 receiving the records, 1 and 2
+ * sampling only, through ~900 kernel entries; every sample and record
+ * kept (checked: no ring buffer lost any).
+ */
+struct ThreeEvents {
+	perf::CookieMatcher m;
+	perf::OrderResult o;
+	perf::MatchResult r;
+	size_t multi = 0, multi_event = 0; /* entries sampled >1, by >1 event */
+};
+
+void sample_three_events(ThreeEvents *t)
 {
-	SKIP_UNLESS_DEFER_CALLCHAIN();
 	/* Buffer 0 receives the records; 1 and 2 only sample. */
 	session::Options recv, clock2, task;
 	clock2.defer_output = task.defer_output = false;
@@ -124,47 +136,79 @@ TEST(Cookie, SharedByAllSamplesAndEventsOfOneEntry)
 		work::mixed(0, 2 << 20); /* one round: two reads, a spin */
 		s.drain();
 	} while (work::now_ns() < until);
-	perf::CookieMatcher m;
 	std::string err;
-	ASSERT_TRUE(s.stop(&m, &err)) << err;
-	perf::OrderResult o = m.check_next(0);
-	perf::MatchResult r = m.match();
-	ASSERT_EQ(r.lost, 0u) << "a ring buffer overflowed, so records are "
-				 "missing and nothing can be concluded: "
-			      << r.describe();
+	ASSERT_TRUE(s.stop(&t->m, &err)) << err;
+	t->o = t->m.check_next(0);
+	t->r = t->m.match();
+	ASSERT_EQ(t->r.lost, 0u) << "a ring buffer overflowed, so records are "
+				    "missing and nothing can be concluded: "
+				 << t->r.describe();
 
 	/* Entries sampled more than once, and by more than one event. */
 	std::map<uint64_t, std::set<size_t>> events_per_cookie;
 	std::map<uint64_t, int> samples_per_cookie;
-	for (const perf::Announce &a : m.announces()) {
+	for (const perf::Announce &a : t->m.announces()) {
 		events_per_cookie[a.cookie].insert(a.buffer);
 		samples_per_cookie[a.cookie]++;
 	}
-	size_t multi = 0, multi_event = 0;
 	for (auto &[c, n] : samples_per_cookie)
-		multi += n > 1;
+		t->multi += n > 1;
 	for (auto &[c, e] : events_per_cookie)
-		multi_event += e.size() > 1;
+		t->multi_event += e.size() > 1;
 	printf("# %s\n# %s\n# %zu entries sampled more than once, %zu by "
-	       "more than one event\n", r.describe().c_str(),
-	       o.describe().c_str(), multi, multi_event);
-	EXPECT_GT(o.checked, 0u) << "no sample followed by a record";
-	/*
-	 * A sample taken after its entry's record gets the record again
-	 * after it (the callbacks run again) or, past the exit to user mode
-	 * loop or during the callbacks, is unwound in place: no sample of
-	 * an entry is followed by no record of it (a saved run of the series
-	 * that refused nothing after the record: 68 of 1109 late).
-	 */
-	EXPECT_EQ(o.late, 0u) << "samples after their entry's record: "
-			      << o.describe();
-	EXPECT_TRUE(o.mismatches.empty())
+	       "more than one event\n", t->r.describe().c_str(),
+	       t->o.describe().c_str(), t->multi, t->multi_event);
+}
+
+/*
+ * Upstream's promise (doc/abi.md): every sample of one kernel entry, of
+ * any event, carries the cookie of that entry's record. A sample taken
+ * after the record was written may get no record of its own (upstream
+ * writes one per entry: such samples are counted as late, not judged
+ * here; Cookie.RecordFollowsEverySampleOfItsEntry judges them).
+ */
+TEST(Cookie, SharedByAllSamplesAndEventsOfOneEntry)
+{
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	ThreeEvents t;
+	sample_three_events(&t);
+	if (::testing::Test::HasFatalFailure())
+		return;
+	EXPECT_GT(t.o.checked, 0u) << "no sample followed by a record";
+	EXPECT_TRUE(t.o.mismatches.empty())
 		<< "a sample's cookie is not the cookie of the next record of "
-		   "its entry: " << o.describe();
-	EXPECT_GT(multi_event, 0u)
+		   "its entry: " << t.o.describe();
+	EXPECT_GT(t.multi_event, 0u)
 		<< "no entry was sampled by two events: nothing to compare";
-	EXPECT_TRUE(r.orphans.empty() && r.duplicates.empty())
-		<< r.describe();
+	EXPECT_TRUE(t.r.orphans.empty() && t.r.duplicates.empty())
+		<< t.r.describe();
+}
+
+/*
+ * The series' addition: a sample taken after its entry's record gets the
+ * record again after it (the callbacks run again) or, past the exit to
+ * user mode loop or during the callbacks, is unwound in place. So no
+ * sample of an entry is followed by no record of it (upstream 7.2: 10 of
+ * about 1100 samples were; a saved run of the series without the second
+ * run of the callbacks: 68 of 1109).
+ */
+TEST(Cookie, RecordFollowsEverySampleOfItsEntry)
+{
+	EXTENSION("the callbacks run again for a request made after they ran "
+		  "in the same entry, so a record follows every sample "
+		  "(doc/kernel.md, differences from upstream); upstream "
+		  "writes one record per entry");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	ThreeEvents t;
+	sample_three_events(&t);
+	if (::testing::Test::HasFatalFailure())
+		return;
+	EXPECT_GT(t.o.checked, 0u) << "no sample followed by a record";
+	EXPECT_EQ(t.o.late, 0u) << "samples after their entry's record and "
+				   "followed by none of it: " << t.o.describe();
+	EXPECT_TRUE(t.o.mismatches.empty()) << t.o.describe();
+	EXPECT_TRUE(t.r.orphans.empty() && t.r.duplicates.empty())
+		<< t.r.describe();
 }
 
 struct PerCpu {

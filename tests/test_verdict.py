@@ -311,6 +311,10 @@ def test_a_failed_extension_counts_only_on_a_series_kernel(tmp_path):
     assert "extension beyond upstream's ABI failed" in \
         open(run.path("junit.xml")).read()
     assert "kernel: not the series" in out
+    # Counted as run and failed, and said so, not hidden among the skips.
+    m = re.search(r"extensions (\d+)/(\d+) \(1 failed on a kernel "
+                  r"without the series, not failing the run\)", out)
+    assert m and int(m.group(1)) == int(m.group(2)) - 1, out
 
 
 def test_no_run_there_is_a_usage_error(tmp_path):

@@ -214,6 +214,7 @@ OrderResult CookieMatcher::check_next(size_t record_buffer) const
 			continue;
 		}
 		o.checked++;
+		o.again += prev && prev->cookie == a.cookie;
 		if (next->cookie != a.cookie)
 			o.mismatches.push_back({ a, next->cookie });
 	}
@@ -246,7 +247,9 @@ std::string OrderResult::describe() const
 {
 	std::ostringstream o;
 	o << checked << " samples checked against the next record ("
-	  << late << " taken after their entry's record), " << trailing << " after the last record, " << mismatches.size()
+	  << late << " taken after their entry's record and followed by "
+	  << "none of it, " << again << " followed by it again), "
+	  << trailing << " after the last record, " << mismatches.size()
 	  << " mismatches";
 	list_first(o, mismatches, [&o](const OrderMismatch &m) {
 		o << "sample tid " << m.sample.tid << " time " << m.sample.time

@@ -60,6 +60,12 @@ struct OrderResult {
 	size_t checked = 0;  /* samples with a later record of their tid */
 	size_t trailing = 0; /* samples after the last record of their tid */
 	size_t late = 0; /* samples after their entry's record: none due */
+	/*
+	 * Samples after a record of their entry and before another one
+	 * (the series runs the callbacks again: doc/kernel.md, differences
+	 * from upstream), counted in checked as well.
+	 */
+	size_t again = 0;
 	std::vector<OrderMismatch> mismatches;
 	std::string describe() const;
 };

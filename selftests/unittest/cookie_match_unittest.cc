@@ -284,6 +284,26 @@ TEST(Order, EachSampleCarriesTheNextRecordsCookie)
 	EXPECT_TRUE(o.mismatches.empty()) << o.describe();
 }
 
+TEST(Order, CountsASampleAnsweredAgain)
+{
+	perf::CookieMatcher m;
+	std::string err;
+	ASSERT_TRUE(m.add_buffer(0, {
+		sample(10, 1, 0, 0x100),
+		deferred(10, 2, 0, 0x100, { 0x401000 }),
+		sample(10, 3, 0, 0x100), /* after the record, answered again */
+		deferred(10, 4, 0, 0x100, { 0x401000 }),
+		sample(10, 5, 0, 0x100), /* after both: late */
+		sample(10, 6, 0, 0x200),
+		deferred(10, 7, 0, 0x200, { 0x401000 }),
+	}, kType, true, &err)) << err;
+	perf::OrderResult o = m.check_next(0);
+	EXPECT_EQ(o.checked, 4u) << o.describe();
+	EXPECT_EQ(o.again, 1u) << o.describe();
+	EXPECT_EQ(o.late, 1u) << o.describe();
+	EXPECT_TRUE(o.mismatches.empty()) << o.describe();
+}
+
 TEST(Order, ReportsASampleWithAnotherEntrysCookie)
 {
 	perf::CookieMatcher m;
