@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "raw_syscall.h"
+
 #define NOINLINE __attribute__((noinline))
 
 /* CPU time: the samples do not shrink when other programs share the CPUs. */
@@ -35,48 +37,6 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static inline long raw_syscall3(long nr, long a, long b, long c)
-{
-	long ret;
-
-#if defined(__x86_64__)
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(nr), "D"(a), "S"(b), "d"(c)
-			 : "rcx", "r11", "memory");
-#elif defined(__i386__)
-	__asm__ volatile("int $0x80"
-			 : "=a"(ret)
-			 : "a"(nr), "b"(a), "c"(b), "d"(c)
-			 : "memory");
-#elif defined(__aarch64__)
-	register long x8 __asm__("x8") = nr;
-	register long x0 __asm__("x0") = a;
-	register long x1 __asm__("x1") = b;
-	register long x2 __asm__("x2") = c;
-
-	__asm__ volatile("svc #0"
-			 : "+r"(x0)
-			 : "r"(x8), "r"(x1), "r"(x2)
-			 : "memory");
-	ret = x0;
-#else
-#error "known_stack: x86-64, i386 and aarch64 only"
-#endif
-	return ret;
-}
-
-#if defined(__x86_64__)
-#define NR_READ		0
-#define NR_GETPPID	110
-#elif defined(__aarch64__)
-#define NR_READ		63
-#define NR_GETPPID	173
-#else
-#define NR_READ		3
-#define NR_GETPPID	64
-#endif
-
 NOINLINE int ks_inner(int fd, double seconds)
 {
 	static char buf[64 << 10];
@@ -84,10 +44,10 @@ NOINLINE int ks_inner(int fd, double seconds)
 	long calls = 0;
 
 	while (now() < until) {
-		if (raw_syscall3(NR_READ, fd, (long)buf, sizeof(buf)) !=
+		if (raw_syscall3(NR_read, fd, (long)buf, sizeof(buf)) !=
 		    (long)sizeof(buf))
 			return -1;
-		raw_syscall3(NR_GETPPID, 0, 0, 0);
+		raw_syscall3(NR_getppid, 0, 0, 0);
 		calls++;
 	}
 	/* Keep the compiler from turning the calls below into jumps. */
@@ -128,7 +88,7 @@ int main(int argc, char **argv)
 
 		if (p == MAP_FAILED)
 			_exit(1);
-		raw_syscall3(NR_READ, fd, (long)p, (long)len);
+		raw_syscall3(NR_read, fd, (long)p, (long)len);
 		_exit(0);
 	}
 	ret = ks_outer(fd, seconds);
