@@ -112,7 +112,7 @@ def known_bug(console, first_line):
 
 def parse(text):
     r = {"start": None, "ops": {}, "cookies": None, "end": None,
-         "repro": None, "kernel_ip_chains": [],
+         "repro": None, "kernel_ip_chains": [], "unmatched": [],
          "exit": None, "kmemleak": None, "kmemleak_lines": [],
          "progress": []}
     for raw in text.splitlines():
@@ -129,6 +129,8 @@ def parse(text):
             r["end"] = fields(line)
         elif tag == "stress-kernel-ip":
             r["kernel_ip_chains"].append(fields(line))
+        elif tag == "stress-unmatched":
+            r["unmatched"].append(fields(line))
         elif tag == "stress-repro":
             r["repro"] = fields(line)
         elif line.startswith("# stress:"):
@@ -279,6 +281,11 @@ def summary(parsed):
         lines.append("  kernel address in a user chain: " + " ".join(
             f"{key}={k[key]}" for key in ("where", "tid", "who", "at", "nr",
                                           "ip", "misc", "chain") if key in k))
+    for u in parsed["unmatched"]:
+        lines.append("  announced cookie without a record: " + " ".join(
+            f"{key}={u[key]}" for key in ("c", "tid", "who", "t",
+                                          "before_end", "cpu", "buf",
+                                          "records_tids") if key in u))
     km = parsed["kmemleak"]
     lines.append(f"  kmemleak: {km if km is not None else '?'} "
                  "unreferenced objects after the final scan")

@@ -1276,17 +1276,23 @@ int main(int argc, char **argv)
 	for (auto &t : threads)
 		t.join();
 	/*
-	 * Every task has returned to user space or died: a pending record
-	 * has been written by now. Drain, then disable every watch before
-	 * the last drain: a record is written to the event of the CPU the
-	 * task returns on, so disabling one buffer after the other while
-	 * draining could refuse the record of a sample already read.
+	 * Every other task has returned to user space or died: their
+	 * pending records are written by now. This thread is still sampled,
+	 * and disabling the watch would race with it: a sample taken in the
+	 * disabling ioctl() announces a cookie whose record the kernel
+	 * refuses at that ioctl()'s return, the event being off by then (as
+	 * upstream Linux does). So the watch stays enabled. Pinned to CPU 0,
+	 * this thread samples and writes its records to one buffer; every
+	 * sample below the head read in user space comes from an entry that
+	 * has returned to user space, and so wrote its record before that
+	 * head. The entries before the pin wrote theirs before
+	 * sched_setaffinity() returned, which the drain after it reads.
 	 */
-	usleep(100000);
-	for (size_t c = 0; c < watch.size(); c++)
-		account(&acc, watch[c], c);
-	for (auto &w : watch)
-		w.disable();
+	cpu_set_t cpu0;
+	CPU_ZERO(&cpu0);
+	CPU_SET(0, &cpu0);
+	if (sched_setaffinity(0, sizeof(cpu0), &cpu0))
+		perror("stress: sched_setaffinity(CPU 0)");
 	for (size_t c = 0; c < watch.size(); c++) {
 		account(&acc, watch[c], c);
 		acc.lost += watch[c].lost();

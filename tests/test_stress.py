@@ -145,6 +145,20 @@ def test_a_silent_loss_fails(run):
             "deferred record, none lost") in out, out
 
 
+def test_a_silent_loss_names_the_task_and_the_sample(run):
+    """The guest's stress-unmatched line reaches the verdict: a CI log
+    must say whose cookie it was and when, not only how many."""
+    edit(run, "results.log", "unmatched=0 ", "unmatched=1 ")
+    edit(run, "results.log", "stress-cookies ",
+         "stress-unmatched c=1e0000003 tid=212 who=main t=131.200000 "
+         "before_end=0.002 cpu=1 buf=1 records_tids=-\nstress-cookies ")
+    code, out = judge(run)
+    assert code == 1, out
+    assert ("announced cookie without a record: c=1e0000003 tid=212 "
+            "who=main t=131.200000 before_end=0.002 cpu=1 buf=1 "
+            "records_tids=-") in out, out
+
+
 def test_unmatched_cookies_within_the_lost_count_fail(run):
     """What the old judge excused (unmatched <= lost): fails now."""
     edit(run, "results.log", "unmatched=0 ", "unmatched=1 ")
