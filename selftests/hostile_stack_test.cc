@@ -217,15 +217,16 @@ HOSTILE_TESTS(Misaligned, "misaligned")
 
 /*
  * A frame whose return address is a kernel address, sampled in a system
- * call without deferral: the x86 walk of 6.12 and 7.2 stored whatever
- * return address the frame held, so the sample's user chain showed the
- * value the task itself had written there. The fix, the first series of
- * patches/ (doc/upstream/fixes.md), ends the walk at it. No deferral is
+ * call without deferral: the x86 and arm64 walks of 6.12 and 7.2 stored
+ * whatever return address the frame held, so the sample's user chain
+ * showed the value the task itself had written there. Fixes 1 (x86) and
+ * 2 (arm64) of the first series of patches/ (doc/upstream/fixes.md) end
+ * the walk at it. No deferral is
  * asked for: the test runs on any kernel, with or without the feature.
  */
 constexpr const char *kInPlaceWhy =
-	"fixes Linux 6.12 and 7.2: the in-place x86 user walk stops at a "
-	"return address that is not below TASK_SIZE";
+	"fixes Linux 6.12 and 7.2: the in-place x86 and arm64 user walks "
+	"stop at a return address that is not below TASK_SIZE";
 
 TEST(Hostile, InPlaceKernelReturnAddress64)
 {

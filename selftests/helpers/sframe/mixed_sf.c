@@ -6,7 +6,14 @@
 #include "mixed.h"
 #include "sframe_syscall.h"
 
-/* %rbp is junk at each system call: only .sframe finds mx_fp_lib. */
+/*
+ * %rbp is junk at each system call: only .sframe finds mx_fp_lib. Not
+ * x29 on aarch64: GCC does not save it for the asm's clobber there, so
+ * the junk would overwrite mx_fp_lib's frame pointer where no unwinder
+ * can find it again. x29 stays mx_fp_lib's, and a frame pointer walk
+ * still skips mx_fp_lib, whose return address only the link register
+ * holds (.sframe says so).
+ */
 NOINLINE long mx_sf_callback(long n)
 {
 	volatile long pad[20]; /* > 128 bytes: %rsp moves */
@@ -14,7 +21,11 @@ NOINLINE long mx_sf_callback(long n)
 
 	pad[0] = 0;
 	for (i = 0; i < n; i++)
+#ifdef __aarch64__
+		pad[i % 20] = getppid_raw();
+#else
 		pad[i % 20] = getppid_rbp_junk(i);
+#endif
 	return pad[0];
 }
 
