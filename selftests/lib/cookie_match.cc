@@ -129,10 +129,32 @@ MatchResult CookieMatcher::match() const
 		if (d.kernel_ip)
 			m.with_kernel_ip.push_back(d);
 	}
-	auto same_stack = [](const Delivery *d, const Fallback &f) {
-		size_t n = d ? std::min(d->ips.size(), f.user.size()) : 0;
-		return n && std::equal(f.user.begin(), f.user.begin() + n,
-				       d->ips.begin());
+	auto prefix = [](const std::vector<uint64_t> &a,
+			 const std::vector<uint64_t> &b) {
+		size_t n = std::min(a.size(), b.size());
+		return n && std::equal(a.begin(), a.begin() + n, b.begin());
+	};
+	auto same_stack = [&prefix](const Delivery *d, const Fallback &f) {
+		if (!d)
+			return false;
+		if (prefix(f.user, d->ips))
+			return true;
+#ifdef __aarch64__
+		/*
+		 * arm64: where the interrupted function has no frame record
+		 * in place (a leaf, a prologue, an epilogue), the deferred
+		 * walk takes its caller from the link register and perf's
+		 * in-place walk does not (doc/arm64.md): the record has
+		 * that one entry more, second.
+		 */
+		if (d->ips.size() >= 2 && !f.user.empty() &&
+		    f.user[0] == d->ips[0]) {
+			std::vector<uint64_t> ips(d->ips);
+			ips.erase(ips.begin() + 1);
+			return prefix(f.user, ips);
+		}
+#endif
+		return false;
 	};
 	for (const Fallback &f : fallbacks_) {
 		/*
