@@ -105,7 +105,8 @@ void check_chain(const std::vector<uint64_t> &ips, const Image &img,
 } // namespace
 
 void check(const std::string &name, bool compat, bool deferred,
-	   const std::function<int(pid_t)> &before_exec, int outside)
+	   const std::function<int(pid_t)> &before_exec, int outside,
+	   const session::Options *event)
 {
 	SKIP_UNLESS_HELPER(name);
 	std::string path = work::helper_path(name), err;
@@ -114,7 +115,7 @@ void check(const std::string &name, bool compat, bool deferred,
 
 	work::Child child;
 	session::Session s;
-	session::Options o;
+	session::Options o = event ? *event : session::Options();
 	o.pages = 256;
 	o.defer_callchain = o.defer_output = deferred;
 	/* 150 ms: ~600 chains under TCG. */

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "perf_event.h"
+#include "session.h"
 #include "symbols.h"
 
 namespace known_chain {
@@ -64,10 +65,12 @@ inline bool in_read(const perf::Sample &s)
  * `outside` of them; Image::leaf_ok) and every read's chain to hold
  * cs_leaf, cs_middle, cs_outer and main in order. before_exec, if given, is called with the
  * helper's pid before it execs (to open more events on it); a negative
- * errno from it fails the test. Skips if the helper cannot run.
+ * errno from it fails the test. event, if given, is the sampling event
+ * instead of cpu-clock (its type, config and period). Skips if the helper
+ * cannot run.
  */
 void check(const std::string &name, bool compat, bool deferred,
 	   const std::function<int(pid_t)> &before_exec = nullptr,
-	   int outside = 0);
+	   int outside = 0, const session::Options *event = nullptr);
 
 } // namespace known_chain
