@@ -1288,11 +1288,8 @@ int main(int argc, char **argv)
 	 * head. The entries before the pin wrote theirs before
 	 * sched_setaffinity() returned, which the drain after it reads.
 	 */
-	cpu_set_t cpu0;
-	CPU_ZERO(&cpu0);
-	CPU_SET(0, &cpu0);
-	if (sched_setaffinity(0, sizeof(cpu0), &cpu0))
-		perror("stress: sched_setaffinity(CPU 0)");
+	if (int err = work::pin(0, 0))
+		fprintf(stderr, "stress: pin to CPU 0: %s\n", strerror(-err));
 	for (size_t c = 0; c < watch.size(); c++) {
 		account(&acc, watch[c], c);
 		acc.lost += watch[c].lost();

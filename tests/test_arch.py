@@ -121,6 +121,21 @@ def test_arm64_guest_on_an_x86_host_is_tcg_without_a_probe(tmp_path,
     assert accel.choose("", str(q), "Image", timeout=5)[0] == "kvm"
 
 
+def fake_make(tmp_path, args=None):
+    """A make for kconfig.py: copies the merged fragments (its
+    KCONFIG_ALLCONFIG) to the config it is asked for, and writes its
+    arguments to args if given."""
+    fake = tmp_path / "make"
+    record = f'echo "$@" >{args}\n' if args else ""
+    fake.write_text("#!/bin/sh\n" + record + """\
+for a; do case $a in O=*) o=${a#O=} ;; KCONFIG_ALLCONFIG=*) c=${a#*=} ;;
+KCONFIG_CONFIG=*) n=${a#*=} ;; esac; done
+cp "$c" "$o/$n"
+""")
+    fake.chmod(0o755)
+    return fake
+
+
 def test_kconfig_configures_arm64_with_its_cross_make(tmp_path):
     """kconfig.py --arch arm64: arm64's tinyconfig fragments and Kbuild's
     ARCH=/CROSS_COMPILE= on the make that resolves the config."""
@@ -131,14 +146,7 @@ def test_kconfig_configures_arm64_with_its_cross_make(tmp_path):
     (src / "arch" / "x86" / "configs" / "tiny.config").write_text(
         "CONFIG_X86_TINY=y\n")
     args = tmp_path / "args"
-    fake = tmp_path / "make"
-    fake.write_text(f"""#!/bin/sh
-echo "$@" >{args}
-for a; do case $a in O=*) o=${{a#O=}} ;; KCONFIG_ALLCONFIG=*) c=${{a#*=}} ;;
-KCONFIG_CONFIG=*) n=${{a#*=}} ;; esac; done
-cp "$c" "$o/$n"
-""")
-    fake.chmod(0o755)
+    fake = fake_make(tmp_path, args)
     frag = tmp_path / "f.config"
     frag.write_text("CONFIG_B=y\n")
     out = tmp_path / "obj"
@@ -188,13 +196,7 @@ def test_kconfig_off_turns_an_option_off_last_and_says_so(tmp_path, capsys):
     """make KCONFIG_OFF=X (kconfig.py --off X): after every fragment."""
     src = tmp_path / "src"
     src.mkdir()
-    fake = tmp_path / "make"
-    fake.write_text("""#!/bin/sh
-for a; do case $a in O=*) o=${a#O=} ;; KCONFIG_ALLCONFIG=*) c=${a#*=} ;;
-KCONFIG_CONFIG=*) n=${a#*=} ;; esac; done
-cp "$c" "$o/$n"
-""")
-    fake.chmod(0o755)
+    fake = fake_make(tmp_path)
     frag = tmp_path / "f.config"
     frag.write_text("CONFIG_X_KUNIT_TEST=y\n")
     out = tmp_path / "obj"
