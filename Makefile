@@ -181,7 +181,7 @@ verdict: ## judge a saved run again without booting: make verdict RUN=DIR
 	@bash ci/verdict.sh "$(RUN)"
 
 bench: kernel initramfs ## what deferral saves and costs, one guest run: table, CSV/JSON, plot (BENCH=quick|full)
-	@bash ci/bench.sh "$(KOBJ)" "$(INITRD)" "$(OUT)/bench" "$(BENCH_SMP)" "$(BENCH)"
+	@bash ci/bench.sh "$(KOBJ)" "$(INITRD)" "$(OUT)/bench$(ASFX)" "$(BENCH_SMP)" "$(BENCH)"
 
 stress: ## fuzz and lifecycle storms on the debug kernel + kmemleak, STRESS_S seconds: counts and verdict
 	@$(MAKE) --no-print-directory stress-run CONFIG=stress
@@ -190,7 +190,7 @@ stress-kcsan: ## make stress on a KCSAN kernel (data races) + kmemleak, in build
 	@$(MAKE) --no-print-directory stress-run CONFIG=kcsan
 
 stress-run: kernel initramfs
-	@STRESS_ARGS="$(STRESS_ARGS)" bash ci/stress.sh "$(KOBJ)" "$(INITRD)" "$(OUT)/stress$(if $(filter kcsan,$(CONFIG)),-kcsan)" "$(SMP)" "$(STRESS_S)"
+	@STRESS_ARGS="$(STRESS_ARGS)" bash ci/stress.sh "$(KOBJ)" "$(INITRD)" "$(OUT)/stress$(ASFX)$(if $(filter kcsan,$(CONFIG)),-kcsan)" "$(SMP)" "$(STRESS_S)"
 
 vmtest-debug: ## make vmtest on the debug kernel (KASAN, lockdep, atomic sleep)
 	@$(MAKE) --no-print-directory vmtest CONFIG=debug

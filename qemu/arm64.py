@@ -57,7 +57,6 @@ LEFT_OUT = {
     "compat_test": "x86-only: ia32 compat tasks built with gcc -m32",
     "*_32": "x86-only: the helpers' ia32 builds (gcc -m32)",
     "ldt_stack": "x86-only: compat stacks behind an LDT stack segment",
-    "bench": "x86-only so far: make bench's loops tag entries in %r12",
     "perf_python_test": "no python3 and perf.so in the arm64 guest "
                         "(the host's python3 is x86-64)",
 }

@@ -17,9 +17,10 @@
  *			with an SFrame one, at the smallest K
  *
  * Kernel entries are counted exactly, in every mode and on any kernel:
- * the workload keeps a tag (magic | sequence number) in %r12 across each
- * system call and increments it in its user loop, and every sample
- * carries %r12 (PERF_SAMPLE_REGS_USER). Samples with the same (tid, tag)
+ * the workload keeps a tag (magic | sequence number) in a register across
+ * each system call and increments it in its user loop, and every sample
+ * carries that register (PERF_SAMPLE_REGS_USER; x86-64 %r12, arm64 x19:
+ * bench_tag.h). Samples with the same (tid, tag)
  * were taken in the same kernel entry. The 16 tag bytes (ABI word and
  * register) are left out of the byte counts, which are therefore what
  * perf record would write. User stack walks are counted in the kernel by
@@ -41,7 +42,6 @@
  * during the bench, by reason (debugfs unwind_user/sframe_fallbacks): each
  * made the walk fall back to frame pointers for that frame.
  */
-#include <asm/perf_regs.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -68,6 +68,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_tag.h"
 #include "lib/features.h"
 #include "lib/perf_abi.h"
 #include "lib/perf_event.h"
@@ -158,29 +159,15 @@ struct Shared {
 	int threads;
 };
 
-/* A system call with its kernel entry tagged t (in %r12). */
-static inline __attribute__((always_inline)) long
-tagged_syscall(long nr, long a, long b, long c, long d, uint64_t t)
-{
-	register uint64_t tag asm("r12") = t;
-	register long r10 asm("r10") = d;
-	long ret;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(tag)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-
 void futex_wait(std::atomic<int> *w, int val, uint64_t tag)
 {
-	tagged_syscall(SYS_futex, (long)w, FUTEX_WAIT, val, 0, tag);
+	bench_tagged_syscall(SYS_futex, (long)w, FUTEX_WAIT, val, 0, tag);
 }
 
 void futex_wake(std::atomic<int> *w, uint64_t tag)
 {
-	tagged_syscall(SYS_futex, (long)w, FUTEX_WAKE, INT32_MAX, 0, tag);
+	bench_tagged_syscall(SYS_futex, (long)w, FUTEX_WAKE, INT32_MAX, 0,
+			     tag);
 }
 
 /* What a thread's loop reads with, set up before "go". */
@@ -211,10 +198,7 @@ __attribute__((noinline)) long bench_loop(Shared *sh, bool dry)
 	if (n == 0)
 		return 0;
 	if (sh->kind == (int)Kind::Cpu) {
-		register uint64_t tag asm("r12") = kTagMagic | 1;
-		uint64_t left = n;
-		__asm__ volatile("1: inc %0\n\tdec %1\n\tjnz 1b"
-				 : "+r"(tag), "+c"(left));
+		bench_tagged_spin(kTagMagic | 1, n);
 		sh->entries_made += n;
 		return 0;
 	}
@@ -223,15 +207,9 @@ __attribute__((noinline)) long bench_loop(Shared *sh, bool dry)
 	 * so an interrupt of the user part of the loop is not taken for
 	 * the system call before it.
 	 */
-	for (uint64_t i = 1; i <= n; i++) {
-		register uint64_t tag asm("r12") = kTagMagic | (2 * i);
-		long ret;
-		__asm__ volatile("syscall\n\tinc %1"
-				 : "=a"(ret), "+r"(tag)
-				 : "a"(SYS_read), "D"(zero_fd), "S"(buf),
-				   "d"(sh->chunk)
-				 : "rcx", "r11", "memory");
-	}
+	for (uint64_t i = 1; i <= n; i++)
+		bench_tagged_syscall(SYS_read, zero_fd, (long)buf, sh->chunk,
+				     0, kTagMagic | (2 * i));
 	sh->entries_made += n;
 	return 0;
 }
@@ -319,7 +297,7 @@ void *worker(void *arg)
 		recurse(sh, false);
 	}
 	sh->wall_ns = work::now_ns() - t0;
-	tagged_syscall(SYS_exit_group, 0, 0, 0, 0, kTagEnd);
+	bench_tagged_syscall(SYS_exit_group, 0, 0, 0, 0, kTagEnd);
 	__builtin_unreachable();
 }
 
@@ -453,7 +431,7 @@ perf_event_attr sampling_attr(const Plan &p, const std::string &mode,
 			PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
 			PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN |
 			PERF_SAMPLE_REGS_USER;
-	a.sample_regs_user = 1ULL << PERF_REG_X86_R12;
+	a.sample_regs_user = 1ULL << BENCH_TAG_PERF_REG;
 	a.sample_max_stack = kMaxStack - 1;
 	a.sample_id_all = 1;
 	a.disabled = 1;

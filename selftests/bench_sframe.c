@@ -9,23 +9,17 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 
-#define NR_read 0
+#include "bench_tag.h"
 
-/* n reads of fd, entry i tagged magic | 2i in %r12 (see bench.cc). */
+/* n reads of fd, entry i tagged magic | 2i (see bench.cc). */
 static __attribute__((noinline, noclone)) long
 bench_sf_loop(int fd, char *buf, size_t chunk, uint64_t n, uint64_t magic)
 {
-	for (uint64_t i = 1; i <= n; i++) {
-		register uint64_t tag asm("r12") = magic | (2 * i);
-		long ret;
-
-		__asm__ volatile("syscall\n\tinc %1"
-				 : "=a"(ret), "+r"(tag)
-				 : "a"((long)NR_read), "D"((long)fd), "S"(buf),
-				   "d"(chunk)
-				 : "rcx", "r11", "memory");
-	}
+	for (uint64_t i = 1; i <= n; i++)
+		bench_tagged_syscall(SYS_read, fd, (long)buf, (long)chunk, 0,
+				     magic | (2 * i));
 	return 0;
 }
 

@@ -1,7 +1,8 @@
 """make bench's host side (ci/bench/) on saved real runs: the parser,
 the medians and the table, without booting anything. tests/data/bench/
-holds a quick run on the series kernel, one on the series before its
-SFrame unwinder and one on the unpatched base (README there). Timings are
+holds a quick run on the series kernel (x86-64 and arm64), one on the
+series before its SFrame unwinder and one on the unpatched base (README
+there). Timings are
 never asserted: only what the counts say."""
 import os
 import shutil
@@ -16,6 +17,7 @@ DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
 SERIES = os.path.join(DATA, "series")
 BASE = os.path.join(DATA, "base")
 NOSFRAME = os.path.join(DATA, "nosframe")
+ARM64 = os.path.join(DATA, "arm64")
 
 
 def load(run):
@@ -38,9 +40,10 @@ def rewrite(run, change):
         f.write(change(text))
 
 
-def test_parser_reads_every_line_of_a_series_run():
-    p = load(SERIES)
-    assert rundir.load(SERIES).done and p["exit"] == 0
+@pytest.mark.parametrize("run", [SERIES, ARM64], ids=["x86_64", "arm64"])
+def test_parser_reads_every_line_of_a_series_run(run):
+    p = load(run)
+    assert rundir.load(run).done and p["exit"] == 0
     assert p["feature"]["defer_callchain"] == "yes"
     assert p["counters"] == {"perf_callchain_user": "ok",
                              "unwind_user_walk": "ok"}
@@ -53,11 +56,12 @@ def test_parser_reads_every_line_of_a_series_run():
         (st["workloads"] * len(ks) * 3 + timed) * st["reps"]
     r = p["runs"][0]
     assert isinstance(r["samples"], int) and r["mode"] in bench.MODES
-    assert bench.problems(p, rundir.load(SERIES)) == []
+    assert bench.problems(p, rundir.load(run)) == []
 
 
-def test_series_rows_keep_deferrals_limits_and_the_model():
-    rows = bench.aggregate(load(SERIES))
+@pytest.mark.parametrize("run", [SERIES, ARM64], ids=["x86_64", "arm64"])
+def test_series_rows_keep_deferrals_limits_and_the_model(run):
+    rows = bench.aggregate(load(run))
     assert rows and all(r[m]["status"] == "ok" for r in rows
                         for m in bench.MODES)
     assert bench.limit_failures(rows) == []
