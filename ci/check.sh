@@ -3,11 +3,10 @@
 #
 # deps -> the harness's own tests -> the series applies to a fresh base ->
 # checkpatch --strict -> vmtest on the normal kernel -> vmtest on the debug
-# kernel -> the ABI tests on the series without the unwinder -> with
-# CHECK_ARM64=1, the normal and debug runs on the arm64 guest (make vmtest
-# ARCH=arm64; not yet by default: they do not pass, see doc/arm64.md;
-# CHECK_DEBUG=0 leaves out both debug runs) -> a short
-# make stress (CHECK_STRESS_S=120 seconds, 0: none).
+# kernel -> the ABI tests on the series without the unwinder -> the
+# normal and debug runs on the arm64 guest (make vmtest ARCH=arm64;
+# CHECK_ARM64=0 leaves them out, CHECK_DEBUG=0 both debug runs) -> a
+# short make stress (CHECK_STRESS_S=120 seconds, 0: none).
 # Stops at the first failing step and names it; prints each step's time
 # at the end.
 . "$(dirname "$0")/lib.sh"
@@ -40,9 +39,8 @@ fi
 # The series built without CONFIG_UNWIND_USER: the defer bits are refused.
 step vmtest-nounwind make -s vmtest CONFIG=nounwind FILTER='Abi.*'
 # The arm64 guest: cross-built kernel, perf and selftests, QEMU's virt
-# machine under TCG with pseudo-NMIs (qemu/arm64.py). Off by default until
-# its runs pass (doc/arm64.md lists what fails).
-if [ "${CHECK_ARM64:-0}" = 1 ]; then
+# machine under TCG with pseudo-NMIs (qemu/arm64.py, doc/arm64.md).
+if [ "${CHECK_ARM64:-1}" = 1 ]; then
 	step vmtest-arm64 make -s vmtest ARCH=arm64 CONFIG=normal
 	if [ "${CHECK_DEBUG:-1}" = 1 ]; then
 		step vmtest-arm64-debug make -s vmtest ARCH=arm64 CONFIG=debug
