@@ -57,6 +57,18 @@ REQUIRED = ("open-self", "open-cpu", "mmap", "munmap", "close",
             "sigkill", "migrate", "cpu-offline-online",
             "ptrace-attach-detach", "io_uring-async", "io_uring-sqpoll",
             "io_uring-worker-sample", "uprobe", "uretprobe")
+
+
+def required(start):
+    """REQUIRED for a run whose stress-start line is start: a guest
+    without the -m32 helpers (compat=no: arm64) runs the exec chain
+    natively, exec-64-64-64; runs saved before the field had them."""
+    if (start or {}).get("compat") == "no":
+        return tuple("exec-64-64-64" if k == "exec-64-32-64" else k
+                     for k in REQUIRED)
+    return REQUIRED
+
+
 # Kinds where a single failure is a kernel bug, not the fuzzer's diet:
 # a sample of an io_uring worker (PF_USER_WORKER) that announced a
 # deferred cookie or carried user frames; a uprobe's or uretprobe's
@@ -193,7 +205,7 @@ def problems(parsed, run):
     if repro_only:
         return out
     if end is not None:
-        for kind in REQUIRED:
+        for kind in required(st):
             if parsed["ops"].get(kind, (0, 0))[0] == 0:
                 out.append(f"operation {kind} never succeeded")
         out += never_failed(parsed["ops"])

@@ -16,10 +16,11 @@
  *			mmap/munmap of ring buffers of random sizes,
  *			consuming them, close at random times
  *	work (2)	syscall-heavy work under deep user stacks
- *	life (1)	fork/exit, exec 64->32->64 (compat_stack), threads
- *			killed in a long read by exit_group, SIGKILL in a
- *			read, affinity migration of a reading child from
- *			this thread, CPU offline/online, hostile user
+ *	life (1)	fork/exit, exec 64->32->64 (compat_stack; 64->64->64
+ *			where the -m32 helpers are not built: arm64),
+ *			threads killed in a long read by exit_group, SIGKILL
+ *			in a read, affinity migration of a reading child
+ *			from this thread, CPU offline/online, hostile user
  *			stacks (hostile_stack, 64- and 32-bit, every mode),
  *			ptrace attach/detach
  *	iouring-uprobe (1), in turn: io_uring reads and nops with
@@ -50,6 +51,7 @@
  *
  * Output (ci/stress.py parses it):
  *	stress-start kernel=R cpus=N seconds=S defer_callchain=yes|no
+ *		compat=yes|no
  *	stress-op kind=K ok=N failed=M            one per kind
  *	stress-cookies samples=N announced=N delivered=N matched=N
  *		unmatched=N orphans=N duplicates=N fallback=N no_user=N
@@ -129,7 +131,18 @@ std::map<pid_t, std::string> g_who;
 std::atomic<int> g_kind_idx{ -1 };
 /* What the next child of this thread runs, beyond its kind ("" none). */
 thread_local std::string t_child_detail;
-const char *g_kind_names[] = { "fork-exit", "exec-64-32-64",
+/*
+ * The -m32 helpers (compat tasks) exist on x86-64 only: elsewhere the
+ * exec chain stays native and the hostile stacks 64-bit. stress-start says
+ * which (compat=), so that ci/stress.py requires the right kind.
+ */
+#ifdef __x86_64__
+constexpr bool kCompat = true;
+#else
+constexpr bool kCompat = false;
+#endif
+const char *const kExecKind = kCompat ? "exec-64-32-64" : "exec-64-64-64";
+const char *g_kind_names[] = { "fork-exit", kExecKind,
 			       "thread-exit-in-syscall", "sigkill", "migrate",
 			       "cpu-offline-online", "hostile", "hostile",
 			       "ptrace" };
@@ -515,10 +528,11 @@ void life_thread(unsigned seed)
 			count("fork-exit", p > 0 && reap(p));
 			break;
 		}
-		case 1: { /* exec 64 -> 32 -> 64 */
-			int rc = run_exec({ cs64, "15", "exec", cs32, "15",
+		case 1: { /* exec 64 -> 32 -> 64 (or 64 -> 64 -> 64) */
+			int rc = run_exec({ cs64, "15", "exec",
+					    kCompat ? cs32 : cs64, "15",
 					    "exec", cs64, "15" });
-			count("exec-64-32-64", rc == 0);
+			count(kExecKind, rc == 0);
 			break;
 		}
 		case 2: { /* threads killed in a long read by exit_group */
@@ -568,7 +582,7 @@ void life_thread(unsigned seed)
 		}
 		case 6:
 		case 7: { /* hostile user stacks, 64- and 32-bit */
-			bool is32 = rng() % 2;
+			bool is32 = kCompat && rng() % 2;
 			const char *mode = modes[rng() % 6];
 			t_child_detail = std::string(":") + mode +
 					 (is32 ? "-32" : "-64");
@@ -1172,9 +1186,9 @@ int main(int argc, char **argv)
 	std::string why;
 	bool defer = features::defer_callchain(&why);
 	printf("stress-start kernel=%s cpus=%d seconds=%g defer_callchain=%s"
-	       "%s\n",
+	       " compat=%s%s\n",
 	       u.release, g_ncpu, repro_only ? 0 : seconds, defer ? "yes" : "no",
-	       repro_only ? " mode=repro-only" : "");
+	       kCompat ? "yes" : "no", repro_only ? " mode=repro-only" : "");
 	if (repro_only) {
 		/* The reproducer alone: the watch needs the deferred ABI. */
 		double t0 = work::now_s();

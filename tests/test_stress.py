@@ -285,6 +285,29 @@ def test_a_required_operation_missing_fails(run):
     assert code == 1 and "cpu-offline-online never succeeded" in out, out
 
 
+def test_a_native_guest_requires_the_native_exec_chain(run):
+    """A guest without the -m32 helpers (arm64) says compat=no and runs
+    exec 64 -> 64 -> 64: that chain is then required, and the ia32 one,
+    which it cannot run, is not."""
+    edit(run, "results.log", "defer_callchain=yes\n",
+         "defer_callchain=yes compat=no\n")
+    code, out = judge(run)
+    assert code == 1 and "exec-64-64-64 never succeeded" in out, out
+    assert "exec-64-32-64 never" not in out, out
+    edit(run, "results.log", "kind=exec-64-32-64 ", "kind=exec-64-64-64 ")
+    code, out = judge(run)
+    assert code == 0, out
+
+
+def test_a_compat_guest_still_requires_the_ia32_exec_chain(run):
+    edit(run, "results.log", "defer_callchain=yes\n",
+         "defer_callchain=yes compat=yes\n")
+    assert judge(run)[0] == 0
+    edit(run, "results.log", "kind=exec-64-32-64 ", "kind=exec-64-64-64 ")
+    code, out = judge(run)
+    assert code == 1 and "exec-64-32-64 never succeeded" in out, out
+
+
 def test_no_run_is_a_usage_error(tmp_path):
     code, out = judge(str(tmp_path))
     assert code == 2 and "make stress" in out
@@ -490,3 +513,21 @@ def test_the_real_storms_run_passes(tmp_path):
     c = p["cookies"]
     assert c["announced"] == c["matched"] > 0 and c["unmatched"] == 0
     assert c["kernel_ips"] == 0 and c["lost"] == 0
+
+
+def test_the_real_arm64_run_passes(tmp_path):
+    """make stress ARCH=arm64 STRESS_S=120 (2026-11-26): the virt guest,
+    pseudo-NMIs, no -m32 helpers (compat=no). Every required kind ran,
+    the exec chain natively; the watch matched every cookie."""
+    dst = tmp_path / "arm64"
+    shutil.copytree(os.path.join(ROOT, "tests", "data", "stress", "arm64"),
+                    dst)
+    code, out = judge(str(dst))
+    assert code == 0 and "stress: OK" in out, out
+    p = stress.parse(read(str(dst), "results.log"))
+    assert p["start"]["compat"] == "no"
+    assert "exec-64-64-64" in stress.required(p["start"])
+    assert all(p["ops"][k][0] > 0 for k in stress.required(p["start"]))
+    c = p["cookies"]
+    assert c["announced"] == c["matched"] > 0 and c["unmatched"] == 0
+    assert c["lost"] == 0 and c["kernel_ips"] == 0
