@@ -198,7 +198,8 @@ __attribute__((noinline)) long bench_loop(Shared *sh, bool dry)
 	if (n == 0)
 		return 0;
 	if (sh->kind == (int)Kind::Cpu) {
-		bench_tagged_spin(kTagMagic | 1, n);
+		/* 2: the wait for go leaves its tag + 1 behind */
+		bench_tagged_spin(kTagMagic | 2, n);
 		sh->entries_made += n;
 		return 0;
 	}
@@ -291,8 +292,11 @@ void *worker(void *arg)
 	if (sh->threads) {
 		int r;
 		uint64_t tag = kTagEnd - 2;
-		while ((r = sh->running.load()) != 0)
-			futex_wait(&sh->running, r, tag--);
+		/* by 2: each wait leaves its tag + 1 behind */
+		while ((r = sh->running.load()) != 0) {
+			futex_wait(&sh->running, r, tag);
+			tag -= 2;
+		}
 	} else {
 		recurse(sh, false);
 	}

@@ -21,7 +21,8 @@
  *			threads killed in a long read by exit_group, SIGKILL
  *			in a read, affinity migration of a reading child
  *			from this thread, CPU offline/online, hostile user
- *			stacks (hostile_stack, 64- and 32-bit, every mode),
+ *			stacks (hostile_stack, 64- and 32-bit or 64-bit
+ *			only as the exec chain, every mode),
  *			ptrace attach/detach
  *	iouring-uprobe (1), in turn: io_uring reads and nops with
  *			IOSQE_ASYNC (io-wq workers), then with SQPOLL,

@@ -18,6 +18,7 @@ SERIES = os.path.join(DATA, "series")
 BASE = os.path.join(DATA, "base")
 NOSFRAME = os.path.join(DATA, "nosframe")
 ARM64 = os.path.join(DATA, "arm64")
+ARM64_FULL = os.path.join(DATA, "arm64-full")
 
 
 def load(run):
@@ -59,7 +60,8 @@ def test_parser_reads_every_line_of_a_series_run(run):
     assert bench.problems(p, rundir.load(run)) == []
 
 
-@pytest.mark.parametrize("run", [SERIES, ARM64], ids=["x86_64", "arm64"])
+@pytest.mark.parametrize("run", [SERIES, ARM64, ARM64_FULL],
+                         ids=["x86_64", "arm64", "arm64-full"])
 def test_series_rows_keep_deferrals_limits_and_the_model(run):
     rows = bench.aggregate(load(run))
     assert rows and all(r[m]["status"] == "ok" for r in rows
