@@ -188,6 +188,17 @@ bool same_prefix(const std::vector<uint64_t> &deferred,
 			  deferred.begin());
 }
 
+/* same_prefix(), or so after the link register's caller (arm64) */
+bool same_stack(const std::vector<uint64_t> &deferred,
+		const std::vector<uint64_t> &in_place)
+{
+	if (same_prefix(deferred, in_place))
+		return true;
+	std::vector<uint64_t> ips =
+		perf::without_link_register_caller(deferred, in_place);
+	return !ips.empty() && same_prefix(ips, in_place);
+}
+
 /*
  * Buffer def of session s: the event with defer_callchain and defer_output;
  * buffer inpl: the same hits without. The i-th sample of one is the i-th
@@ -239,7 +250,7 @@ Compared compare(const session::Session &s, size_t def, size_t inpl,
 			got = dc.user;
 			how = "in-place fallback";
 		}
-		bool ok = same_prefix(got, ic.user);
+		bool ok = same_stack(got, ic.user);
 		(ok ? c.matches : c.mismatches)++;
 		std::string &ex = ok ? c.match_example : c.mismatch_example;
 		if (ex.empty())

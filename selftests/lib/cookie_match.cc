@@ -139,22 +139,9 @@ MatchResult CookieMatcher::match() const
 			return false;
 		if (prefix(f.user, d->ips))
 			return true;
-#ifdef __aarch64__
-		/*
-		 * arm64: where the interrupted function has no frame record
-		 * in place (a leaf, a prologue, an epilogue), the deferred
-		 * walk takes its caller from the link register and perf's
-		 * in-place walk does not (doc/arm64.md): the record has
-		 * that one entry more, second.
-		 */
-		if (d->ips.size() >= 2 && !f.user.empty() &&
-		    f.user[0] == d->ips[0]) {
-			std::vector<uint64_t> ips(d->ips);
-			ips.erase(ips.begin() + 1);
-			return prefix(f.user, ips);
-		}
-#endif
-		return false;
+		std::vector<uint64_t> ips =
+			without_link_register_caller(d->ips, f.user);
+		return !ips.empty() && prefix(f.user, ips);
 	};
 	for (const Fallback &f : fallbacks_) {
 		/*
@@ -305,6 +292,18 @@ std::string MatchResult::describe() const
 		  << ")";
 	});
 	return o.str();
+}
+
+std::vector<uint64_t>
+without_link_register_caller(const std::vector<uint64_t> &deferred,
+			     const std::vector<uint64_t> &in_place, bool arm64)
+{
+	if (!arm64 || deferred.size() < 2 || in_place.empty() ||
+	    in_place[0] != deferred[0])
+		return {};
+	std::vector<uint64_t> ips(deferred);
+	ips.erase(ips.begin() + 1);
+	return ips;
 }
 
 } // namespace perf

@@ -50,6 +50,25 @@ struct Fallback {
 	std::vector<uint64_t> user; /* the user part unwound in place */
 };
 
+/*
+ * On arm64, where the interrupted function has no frame record in place (a
+ * leaf, a prologue, an epilogue), the deferred walk takes its caller from
+ * the link register and perf's in-place walk does not (doc/arm64.md): the
+ * record then has that one entry more, second, after the same leaf.
+ * Returns deferred without it when it may hold one (arm64 and the same
+ * leaf as in_place), else an empty chain. arm64 is a parameter so that the
+ * host's unit tests run the rule too.
+ */
+#ifdef __aarch64__
+constexpr bool kLinkRegisterCaller = true;
+#else
+constexpr bool kLinkRegisterCaller = false;
+#endif
+std::vector<uint64_t>
+without_link_register_caller(const std::vector<uint64_t> &deferred,
+			     const std::vector<uint64_t> &in_place,
+			     bool arm64 = kLinkRegisterCaller);
+
 /* A sample whose cookie is not the one of the next record (check_next). */
 struct OrderMismatch {
 	Announce sample;

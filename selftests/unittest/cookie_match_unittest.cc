@@ -260,6 +260,27 @@ TEST(Matcher, VsyscallPageOnlyAsTheFirstEntry)
 	EXPECT_EQ(r.with_kernel_ip[0].cookie, 0x200u);
 }
 
+/*
+ * arm64's record may hold the link register's caller second, after the
+ * leaf, where perf's in-place walk goes on with the caller's caller (CI's
+ * arm64 debug run: __libc_malloc+0, then operator new, in the record
+ * only). Nowhere else, and never after another leaf.
+ */
+TEST(LinkRegisterCaller, DroppedOnlyOnArm64AfterTheSameLeaf)
+{
+	std::vector<uint64_t> rec = { 0x1000, 0x2000, 0x3000, 0x4000 };
+	std::vector<uint64_t> in_place = { 0x1000, 0x3000, 0x4000 };
+	EXPECT_EQ(perf::without_link_register_caller(rec, in_place, true),
+		  in_place);
+	EXPECT_TRUE(perf::without_link_register_caller(rec, in_place, false)
+			    .empty());
+	EXPECT_TRUE(perf::without_link_register_caller(
+			    rec, { 0x1004, 0x3000 }, true).empty());
+	EXPECT_TRUE(perf::without_link_register_caller({ 0x1000 }, in_place,
+						       true).empty());
+	EXPECT_TRUE(perf::without_link_register_caller(rec, {}, true).empty());
+}
+
 TEST(Order, EachSampleCarriesTheNextRecordsCookie)
 {
 	perf::CookieMatcher m;
