@@ -27,6 +27,27 @@ uint64_t now_ns()
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
+double slowdown()
+{
+	static double factor = [] {
+		const char *v = getenv("VMTEST_SLOWDOWN");
+		double f = v ? strtod(v, nullptr) : 1;
+		return f > 1 ? f : 1.0;
+	}();
+	return factor;
+}
+
+Deadline::Deadline(double base_s) : t0_(now_s()), limit_(base_s * slowdown())
+{
+}
+
+std::string Deadline::describe() const
+{
+	char buf[64];
+	snprintf(buf, sizeof(buf), "waited %.2f s of %.2f s", waited(), limit_);
+	return buf;
+}
+
 extern "C" __attribute__((noinline)) int work_read_until(int fd, double until)
 {
 	static char buf[256 << 10];
@@ -156,6 +177,7 @@ int Child::wait(double timeout, const std::function<void()> &every_10ms)
 	if (pid_ <= 0 || reaped_)
 		return st;
 	release();
+	timeout *= slowdown();
 	uint64_t until = now_ns() + (uint64_t)(timeout * 1e9);
 	for (;;) {
 		pid_t r = waitpid(pid_, &st, WNOHANG);
@@ -165,10 +187,11 @@ int Child::wait(double timeout, const std::function<void()> &every_10ms)
 		}
 		if (r < 0)
 			return -1;
-		if (now_ns() > until) {
+		if (now_ns() > until && until) {
 			fprintf(stderr, "# child %d still running after %.0f s: "
 				"killed\n", pid_, timeout);
 			kill(pid_, SIGKILL);
+			until = 0; /* once: SIGKILL cannot be ignored */
 		}
 		usleep(10000);
 		if (every_10ms)

@@ -30,6 +30,34 @@ uint64_t cpu_ns();
 pid_t gettid();
 
 /*
+ * How many times slower this guest runs than the project's reference
+ * guest, at least 1: qemu/init measures it before the tests
+ * (selftests/host_speed.c) and passes it as VMTEST_SLOWDOWN; 1 when the
+ * variable is unset (a test run by hand).
+ */
+double slowdown();
+
+/*
+ * A wait for the events a test needs: a test samples until it has them
+ * and gives up only when the deadline passes. base_s is a generous limit
+ * on the reference guest (several times what the events take there); the
+ * limit is base_s times slowdown(), so a slower host waits longer, and
+ * describe() says how long the test waited, for its output.
+ */
+class Deadline {
+public:
+	explicit Deadline(double base_s);
+	bool passed() const { return waited() >= limit_; }
+	double waited() const { return now_s() - t0_; }
+	double limit() const { return limit_; }
+	/* "waited 1.23 s of 30.00 s" */
+	std::string describe() const;
+
+private:
+	double t0_, limit_;
+};
+
+/*
  * Read /dev/zero in chunk-byte reads for about seconds of CPU time (at
  * least once); returns the number of reads, or -errno. Every read is one
  * kernel entry long enough to be sampled several times.
@@ -67,7 +95,7 @@ public:
 	int spawn(const std::vector<std::string> &argv);
 	void release();
 	/* waitpid(); returns the wait status, or -1. A child still running
-	 * after timeout seconds is killed (status: SIGKILL). every_10ms,
+	 * after timeout seconds (times slowdown()) is killed (status: SIGKILL). every_10ms,
 	 * if given, runs while waiting (e.g. to drain ring buffers). */
 	int wait(double timeout = 20,
 		 const std::function<void()> &every_10ms = nullptr);
