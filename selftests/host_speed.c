@@ -37,7 +37,7 @@
 #define REFERENCE_MS 0.0
 #endif
 
-enum { USER_LOOPS = 20 * 1000 * 1000, SYSCALLS = 20000, FORKS = 20, TRIES = 3 };
+enum { USER_LOOPS = 4 * 1000 * 1000, SYSCALLS = 20000, FORKS = 20, TRIES = 3 };
 
 static double now_ms(void)
 {
