@@ -91,7 +91,7 @@ PERF_UPSTREAM_OUT := $(BUILD)/out/perf-upstream/perf$(ASFX)
 # unstable's linux-source-7.2, unpacked here by ci/upstream-tree.sh) with
 # that tree's own perf, perf.so and perf shell tests.
 UPSTREAM_TREE ?= $(BUILD)/upstream-7.2
-RUN_DIR    := $(OUT)/vmtest$(ASFX)-$(CONFIG)
+RUN_DIR    := $(OUT)/vmtest$(ASFX)-$(CONFIG)$(if $(filter-out off no 0,$(SLOW)),-slow)
 # make bench: BENCH=quick|full|exitpath (only the untraced getppid loop), in a guest with one vCPU per host core
 # (SMP= overrides): timed runs under TCG do not share a core.
 BENCH      ?= full
@@ -108,6 +108,10 @@ FUZZ_TEST_S ?= 10
 # ACCEL=kvm|tcg forces QEMU's accelerator; by default KVM is used only when
 # a short probe boot shows that it works (qemu/accel.py).
 export ACCEL
+# SLOW=on|shift=N: run the guest deterministically slower, as on a slow
+# host (QEMU's -icount under TCG; qemu/vm.py, doc/harness.md "Slow hosts").
+SLOW       ?=
+export VMTEST_SLOW := $(SLOW)
 # EXPECT_FEATURE=yes|no|auto: whether a skipped feature test fails (auto:
 # yes when the kernel's .config enables the series, CONFIG_UNWIND_USER=y).
 export EXPECT_FEATURE
@@ -118,7 +122,7 @@ export EXPECT_FEATURE
 	kunit clean kernel-doc sparse submit-check send bench mutate golden fuzz
 
 help: ## list the targets
-	@echo "usage: make TARGET [KERNEL=DIR] [ARCH=x86_64|arm64] [CONFIG=normal|debug|stress|kcsan|nounwind] [FILTER=gtest-filter] [PERF_TREE=DIR]"
+	@echo "usage: make TARGET [KERNEL=DIR] [ARCH=x86_64|arm64] [CONFIG=normal|debug|stress|kcsan|nounwind] [FILTER=gtest-filter] [PERF_TREE=DIR] [SLOW=on]"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
 		awk -F':.*## ' '{ printf "  %-14s %s\n", $$1, $$2 }'
 

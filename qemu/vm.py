@@ -4,13 +4,16 @@
 usage: vm.py --kernel BZIMAGE --initrd CPIO --out DIR [--smp N] [--mem M]
              [--timeout S] [--filter GTEST_FILTER] [--jobs N]
              [--accel kvm|tcg] [--bench PLAN] [--stress SECONDS]
-             [--stress-args A,B] [--stuck-grace S]
+             [--stress-args A,B] [--stuck-grace S] [--slow SHIFT]
 
 Writes DIR/console.log (ttyS0: boot log, KUnit, splats), DIR/results.log
 (ttyS1: the selftests' KTAP) and DIR/run.json (accelerator, times, exit
 status, whether the host timeout fired, "stopped" when the guest was
 stopped early). It decides nothing: the verdict is ci/vmtest's, read from
-those logs. It only watches the console as it streams, and stops the
+those logs. --slow (make vmtest SLOW=) runs the guest deterministically
+slower, as on a slow host: QEMU's instruction counting (-icount), so the
+guest's clock advances 2^SHIFT ns per instruction, whatever the host's
+speed. It only watches the console as it streams, and stops the
 guest --stuck-grace seconds after the first soft lockup, hung task or RCU
 stall (ci/vmtest/splat.py's STUCK): such a guest never finishes by itself
 and fails on that report anyway, so waiting for --timeout wastes minutes.
@@ -55,6 +58,40 @@ def stop(proc):
         proc.wait(10)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+# make vmtest SLOW=on: the icount shift that made the guest at least 2.5
+# times slower than a normal TCG run on the project's machine, x86-64 and
+# arm64 (doc/harness.md, "Slow hosts", has the measured factors).
+SLOW_DEFAULT_SHIFT = 3
+# The host-side limit of a slow run: times this (its wall time grows too:
+# every vCPU runs on one host thread under -icount).
+SLOW_TIMEOUT_SCALE = 4
+
+
+def slow_shift(value):
+    """The icount shift of --slow VALUE: None for off (""), the default
+    shift for "on", else a shift of 0-10."""
+    if value in ("", "0", "off", "no"):
+        return None
+    if value in ("on", "yes", "1"):
+        return SLOW_DEFAULT_SHIFT
+    if value.startswith("shift=") and value[6:].isdigit() \
+            and int(value[6:]) <= 10:
+        return int(value[6:])
+    raise ValueError(f"SLOW={value}: use SLOW=on (icount shift "
+                     f"{SLOW_DEFAULT_SHIFT}), SLOW=shift=N (N 0-10) or "
+                     "SLOW=off")
+
+
+def icount_args(accel_args, shift):
+    """TCG's arguments with instruction counting: -icount runs every vCPU
+    on one host thread, so multi-threaded TCG gives way to thread=single;
+    align=off and sleep=off keep the guest's clock a pure function of the
+    instructions it ran (an idle guest jumps to its next timer)."""
+    out = [("tcg,thread=single" if x.startswith("tcg") else x)
+           for x in accel_args]
+    return out + ["-icount", f"shift={shift},align=off,sleep=off"]
 
 
 def command(a, qemu, accel_args, arch):
@@ -105,12 +142,16 @@ def main(argv=None):
     ap.add_argument("--accel", default=os.environ.get("ACCEL", ""),
                     help="kvm or tcg; default: KVM when a probe boots, "
                     "else TCG")
+    ap.add_argument("--slow", default=os.environ.get("VMTEST_SLOW", ""),
+                    help="on, shift=N or off: run the guest slower with "
+                    "QEMU's -icount (TCG), as on a slow host")
     ap.add_argument("--arch", default=os.environ.get("VMTEST_ARCH", ""),
                     help="the guest's architecture: x86_64 (default) or "
                     "arm64 (qemu/guest_arch.py)")
     a = ap.parse_args(argv)
     try:
         arch = guest_arch.load(a.arch)
+        shift = slow_shift(a.slow)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -124,22 +165,32 @@ def main(argv=None):
     if not shutil.which(qemu):
         print(f"error: {qemu} missing: run 'make deps'", file=sys.stderr)
         return 2
-    try:
-        acc, why = accel.choose(a.accel, qemu, a.kernel,
-                                cache=os.environ.get("VMTEST_PROBE_CACHE"),
-                                arch=arch)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    if shift is not None:
+        if a.accel == "kvm":
+            print("error: SLOW= counts instructions under TCG: drop "
+                  "ACCEL=kvm", file=sys.stderr)
+            return 2
+        a.timeout *= SLOW_TIMEOUT_SCALE
+        acc, why = "tcg", f"slow-host mode (SLOW=): -icount shift={shift}"
+    else:
+        try:
+            acc, why = accel.choose(a.accel, qemu, a.kernel,
+                                    cache=os.environ.get("VMTEST_PROBE_CACHE"),
+                                    arch=arch)
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     print(f"vm: accelerator {acc}: {why}")
     os.makedirs(a.out, exist_ok=True)
     for name in arch.SERIAL:
         open(os.path.join(a.out, f"{name}.log"), "w").close()
-    cmd = command(a, qemu, arch.KVM_ARGS if acc == "kvm" else arch.TCG_ARGS,
-                  arch)
+    accel_args = arch.KVM_ARGS if acc == "kvm" else arch.TCG_ARGS
+    if shift is not None:
+        accel_args = icount_args(accel_args, shift)
+    cmd = command(a, qemu, accel_args, arch)
     run = {"arch": arch.NAME, "accel": acc, "accel_reason": why, "smp": a.smp, "mem": a.mem,
            "timeout": a.timeout, "filter": a.filter, "jobs": a.jobs,
-           "bench": a.bench, "stress": a.stress,
+           "bench": a.bench, "stress": a.stress, "icount_shift": shift,
            "command": cmd}
     results = os.path.join(a.out, "results.log")
 

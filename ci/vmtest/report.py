@@ -36,6 +36,7 @@ class Report:
     expect_feature: bool = False   # the kernel enables the series' feature
     series: bool = False           # the kernel is built from the series
     left_out: list = field(default_factory=list)  # [(glob, why)]
+    speed: str = ""                # the guest's vmtest-speed line, if any
 
 
 KUNIT_OPTION = re.compile(r"^CONFIG_\w+_KUNIT_TEST=y$", re.M)
@@ -169,6 +170,8 @@ def analyze(run_dir, config_path=None, expect="auto"):
     rep.expect_feature = expect == "yes" or (
         expect == "auto" and FEATURE_OPTION in config.splitlines())
     rep.series = any(o in opts for o in SERIES_KUNIT)
+    m = re.search(r"^# vmtest-speed: (.*)$", results, re.M)
+    rep.speed = m.group(1) if m else ""
     cases = rep.cases
 
     # The guest must have finished, by itself, in time. One that hung is
@@ -284,6 +287,10 @@ def summary(rep):
                f"-smp {r.get('smp', '?')}, boot to init "
                f"{r.get('boot_seconds')} s, whole run "
                f"{r.get('total_seconds')} s")
+    if rep.speed:
+        out.append(f"guest speed: {rep.speed} (selftests/host_speed.c; "
+                   "programs' timeouts and tests' deadlines scale by the "
+                   "factor)")
     for c in rep.cases:
         if c.status == "fail":
             out.append(f"FAILED {c.id}")
