@@ -6,7 +6,8 @@
 # kernel -> the ABI tests on the series without the unwinder -> the
 # normal and debug runs on the arm64 guest (make vmtest ARCH=arm64;
 # CHECK_ARM64=0 leaves them out, CHECK_DEBUG=0 both debug runs) -> a
-# short make stress (CHECK_STRESS_S=120 seconds, 0: none).
+# short make stress (CHECK_STRESS_S=120 seconds, 0: none). CHECK_SLOW=on
+# runs both debug steps in the slow-host mode (make vmtest SLOW=on).
 # Stops at the first failing step and names it; prints each step's time
 # at the end.
 . "$(dirname "$0")/lib.sh"
@@ -34,7 +35,7 @@ step checkpatch make -s checkpatch
 step vmtest make -s vmtest CONFIG=normal
 step perf-tools-tests make -s test-perf
 if [ "${CHECK_DEBUG:-1}" = 1 ]; then
-	step vmtest-debug make -s vmtest CONFIG=debug
+	step vmtest-debug make -s vmtest CONFIG=debug SLOW="${CHECK_SLOW:-}"
 fi
 # The series built without CONFIG_UNWIND_USER: the defer bits are refused.
 step vmtest-nounwind make -s vmtest CONFIG=nounwind FILTER='Abi.*'
@@ -43,7 +44,7 @@ step vmtest-nounwind make -s vmtest CONFIG=nounwind FILTER='Abi.*'
 if [ "${CHECK_ARM64:-1}" = 1 ]; then
 	step vmtest-arm64 make -s vmtest ARCH=arm64 CONFIG=normal
 	if [ "${CHECK_DEBUG:-1}" = 1 ]; then
-		step vmtest-arm64-debug make -s vmtest ARCH=arm64 CONFIG=debug
+		step vmtest-arm64-debug make -s vmtest ARCH=arm64 CONFIG=debug SLOW="${CHECK_SLOW:-}"
 	fi
 fi
 # A short make stress (its own debug + kmemleak kernel): CHECK_STRESS_S

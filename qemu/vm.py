@@ -4,16 +4,17 @@
 usage: vm.py --kernel BZIMAGE --initrd CPIO --out DIR [--smp N] [--mem M]
              [--timeout S] [--filter GTEST_FILTER] [--jobs N]
              [--accel kvm|tcg] [--bench PLAN] [--stress SECONDS]
-             [--stress-args A,B] [--stuck-grace S] [--slow SHIFT]
+             [--stress-args A,B] [--stuck-grace S] [--slow N]
 
 Writes DIR/console.log (ttyS0: boot log, KUnit, splats), DIR/results.log
 (ttyS1: the selftests' KTAP) and DIR/run.json (accelerator, times, exit
 status, whether the host timeout fired, "stopped" when the guest was
 stopped early). It decides nothing: the verdict is ci/vmtest's, read from
-those logs. --slow (make vmtest SLOW=) runs the guest deterministically
-slower, as on a slow host: QEMU's instruction counting (-icount), so the
-guest's clock advances 2^SHIFT ns per instruction, whatever the host's
-speed. It only watches the console as it streams, and stops the
+those logs. --slow N (make vmtest SLOW=) runs the guest as on a host N
+times slower: QEMU gets 1/N of every 30 ms (SIGSTOP and SIGCONT), so the
+guest's clock goes on at the host's pace while it runs 1/N of the
+instructions, in user and kernel code alike.
+It only watches the console as it streams, and stops the
 guest --stuck-grace seconds after the first soft lockup, hung task or RCU
 stall (ci/vmtest/splat.py's STUCK): such a guest never finishes by itself
 and fails on that report anyway, so waiting for --timeout wastes minutes.
@@ -22,8 +23,10 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -60,38 +63,59 @@ def stop(proc):
         proc.kill()
 
 
-# make vmtest SLOW=on: the icount shift that made the guest at least 2.5
-# times slower than a normal TCG run on the project's machine, x86-64 and
-# arm64 (doc/harness.md, "Slow hosts", has the measured factors).
-SLOW_DEFAULT_SHIFT = 3
-# The host-side limit of a slow run: times this (its wall time grows too:
-# every vCPU runs on one host thread under -icount).
-SLOW_TIMEOUT_SCALE = 4
+# make vmtest SLOW=on: the slowdown that on the project's machine made
+# every piece of selftests/host_speed.c at least 2.5 times slower
+# (doc/harness.md, "Slow hosts", has the measured factors).
+SLOW_DEFAULT = 3
+SLOW_PERIOD = 0.03  # s: QEMU runs the first 1/N of each period
 
 
-def slow_shift(value):
-    """The icount shift of --slow VALUE: None for off (""), the default
-    shift for "on", else a shift of 0-10."""
+def slow_factor(value):
+    """The slowdown of --slow VALUE: None for off (""), SLOW_DEFAULT for
+    "on", else a number from 1.5 to 10."""
     if value in ("", "0", "off", "no"):
         return None
-    if value in ("on", "yes", "1"):
-        return SLOW_DEFAULT_SHIFT
-    if value.startswith("shift=") and value[6:].isdigit() \
-            and int(value[6:]) <= 10:
-        return int(value[6:])
-    raise ValueError(f"SLOW={value}: use SLOW=on (icount shift "
-                     f"{SLOW_DEFAULT_SHIFT}), SLOW=shift=N (N 0-10) or "
-                     "SLOW=off")
+    if value in ("on", "yes"):
+        return SLOW_DEFAULT
+    try:
+        n = float(value)
+    except ValueError:
+        n = 0
+    if not 1.5 <= n <= 10:
+        raise ValueError(f"SLOW={value}: use SLOW=on (a host "
+                         f"{SLOW_DEFAULT} times slower), SLOW=N (N from "
+                         "1.5 to 10) or SLOW=off")
+    return n
 
 
-def icount_args(accel_args, shift):
-    """TCG's arguments with instruction counting: -icount runs every vCPU
-    on one host thread, so multi-threaded TCG gives way to thread=single;
-    align=off and sleep=off keep the guest's clock a pure function of the
-    instructions it ran (an idle guest jumps to its next timer)."""
-    out = [("tcg,thread=single" if x.startswith("tcg") else x)
-           for x in accel_args]
-    return out + ["-icount", f"shift={shift},align=off,sleep=off"]
+class Throttle(threading.Thread):
+    """Lets proc run for SLOW_PERIOD / factor of every SLOW_PERIOD: a
+    host factor times slower for everything the guest does, its timers
+    and clock still at the host's pace, as on a slow machine (QEMU's
+    -icount slows user code but leaves the kernel's emulated code at its
+    speed, doc/harness.md). stop() leaves proc running."""
+
+    def __init__(self, proc, factor):
+        super().__init__(daemon=True)
+        self.proc, self.run_s = proc, SLOW_PERIOD / factor
+        self.done = threading.Event()
+
+    def signal(self, sig):
+        try:
+            os.kill(self.proc.pid, sig)
+        except ProcessLookupError:
+            self.done.set()
+
+    def run(self):
+        while not self.done.wait(self.run_s):
+            self.signal(signal.SIGSTOP)
+            self.done.wait(SLOW_PERIOD - self.run_s)
+            self.signal(signal.SIGCONT)
+
+    def stop(self):
+        self.done.set()
+        self.join()
+        self.signal(signal.SIGCONT)
 
 
 def command(a, qemu, accel_args, arch):
@@ -143,15 +167,15 @@ def main(argv=None):
                     help="kvm or tcg; default: KVM when a probe boots, "
                     "else TCG")
     ap.add_argument("--slow", default=os.environ.get("VMTEST_SLOW", ""),
-                    help="on, shift=N or off: run the guest slower with "
-                    "QEMU's -icount (TCG), as on a slow host")
+                    help="on, N or off: run the guest as on a host N "
+                    "times slower (on: 3)")
     ap.add_argument("--arch", default=os.environ.get("VMTEST_ARCH", ""),
                     help="the guest's architecture: x86_64 (default) or "
                     "arm64 (qemu/guest_arch.py)")
     a = ap.parse_args(argv)
     try:
         arch = guest_arch.load(a.arch)
-        shift = slow_shift(a.slow)
+        slow = slow_factor(a.slow)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -165,32 +189,27 @@ def main(argv=None):
     if not shutil.which(qemu):
         print(f"error: {qemu} missing: run 'make deps'", file=sys.stderr)
         return 2
-    if shift is not None:
-        if a.accel == "kvm":
-            print("error: SLOW= counts instructions under TCG: drop "
-                  "ACCEL=kvm", file=sys.stderr)
-            return 2
-        a.timeout *= SLOW_TIMEOUT_SCALE
-        acc, why = "tcg", f"slow-host mode (SLOW=): -icount shift={shift}"
-    else:
-        try:
-            acc, why = accel.choose(a.accel, qemu, a.kernel,
-                                    cache=os.environ.get("VMTEST_PROBE_CACHE"),
-                                    arch=arch)
-        except ValueError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+    if slow is not None:  # the host's limits in its seconds: N times more
+        a.timeout = int(a.timeout * slow)
+        a.stuck_grace *= slow
+    try:
+        acc, why = accel.choose(a.accel, qemu, a.kernel,
+                                cache=os.environ.get("VMTEST_PROBE_CACHE"),
+                                arch=arch)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if slow is not None:
+        why += f"; slow-host mode (SLOW=): 1/{slow:g} of the host's time"
     print(f"vm: accelerator {acc}: {why}")
     os.makedirs(a.out, exist_ok=True)
     for name in arch.SERIAL:
         open(os.path.join(a.out, f"{name}.log"), "w").close()
     accel_args = arch.KVM_ARGS if acc == "kvm" else arch.TCG_ARGS
-    if shift is not None:
-        accel_args = icount_args(accel_args, shift)
     cmd = command(a, qemu, accel_args, arch)
     run = {"arch": arch.NAME, "accel": acc, "accel_reason": why, "smp": a.smp, "mem": a.mem,
            "timeout": a.timeout, "filter": a.filter, "jobs": a.jobs,
-           "bench": a.bench, "stress": a.stress, "icount_shift": shift,
+           "bench": a.bench, "stress": a.stress, "slow": slow,
            "command": cmd}
     results = os.path.join(a.out, "results.log")
 
@@ -198,6 +217,9 @@ def main(argv=None):
     boot = None
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    throttle = Throttle(proc, slow) if slow is not None else None
+    if throttle:
+        throttle.start()
     timed_out, stopped = False, None
     console = Tail(os.path.join(a.out, "console.log"))
     watch = splat.Watch(a.stuck_grace)
@@ -209,13 +231,15 @@ def main(argv=None):
             watch.feed(line, now)
         if watch.due(now):
             stopped = watch.stuck
-            stop(proc)
             break
         if now - t0 > a.timeout:
             timed_out = True
-            stop(proc)
             break
         time.sleep(0.1)
+    if throttle:
+        throttle.stop()  # a stopped QEMU would not act on SIGTERM
+    if stopped or timed_out:
+        stop(proc)
     qemu_out = proc.communicate()[0].decode(errors="replace")
     run.update(boot_seconds=round(boot, 2) if boot is not None else None,
                total_seconds=round(time.monotonic() - t0, 2),
