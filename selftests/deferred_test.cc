@@ -198,6 +198,24 @@ protected:
 	}
 
 	/*
+	 * The cookies of the entries that are the recursion's reads, by
+	 * their samples' kernel part (buffer 0): their user stack is the
+	 * recursion.
+	 */
+	std::set<uint64_t> read_entries(const session::Session &s)
+	{
+		std::set<uint64_t> reads;
+		std::string err;
+		for (const perf::Sample &sm : s.samples(0, &err)) {
+			perf::SplitChain sc = perf::split_callchain(sm.callchain);
+			if (sc.deferred && known_chain::in_read(sm))
+				reads.insert(sc.cookie);
+		}
+		EXPECT_TRUE(err.empty()) << err;
+		return reads;
+	}
+
+	/*
 	 * Sample the recursion reading /dev/zero with the cpu-clock event
 	 * (buffer 0 of s) on this thread, until enough kernel entries had
 	 * several samples.
@@ -217,8 +235,9 @@ protected:
 		 */
 		memset(read_buf, 1, sizeof(read_buf));
 		/*
-		 * Rounds of 50 ms until 3 entries had several samples and 10
-		 * records came (1 or 2 rounds on the reference guest).
+		 * Rounds of 50 ms until 3 entries had several samples, 10
+		 * records came and one of them is a read's (1 to 4 rounds on
+		 * the reference guest).
 		 */
 		work::Deadline deadline(30);
 		bool enough = false;
@@ -239,13 +258,18 @@ protected:
 			int shared = 0;
 			for (auto &kv : per_cookie)
 				shared += kv.second > 1;
-			enough = shared >= 3 && m.deliveries().size() >= 10;
+			std::set<uint64_t> reads = read_entries(*s);
+			bool read_recorded = false;
+			for (const perf::Delivery &d : m.deliveries())
+				read_recorded |= reads.count(d.cookie) > 0;
+			enough = shared >= 3 && m.deliveries().size() >= 10 &&
+				 read_recorded;
 		}
 		close(fd);
 		printf("# %zu round(s) of 50 ms, %s\n", disabling_.size(),
 		       deadline.describe().c_str());
 		EXPECT_TRUE(enough) << "fewer than 3 kernel entries with several "
-				       "samples or 10 records, "
+				       "samples, 10 records or a read's record, "
 				    << deadline.describe();
 		for (size_t i = 0; i < s->size(); i++)
 			EXPECT_EQ(s->event(i).lost(), 0u) << "buffer " << i;
@@ -314,18 +338,7 @@ protected:
 				<< " announced by " << std::dec << kv.second
 				<< " samples: " << n << " records";
 		}
-		/*
-		 * The entries that are the recursion's reads, by their
-		 * samples' kernel part: their user stack is the recursion.
-		 */
-		std::set<uint64_t> reads;
-		std::string err;
-		for (const perf::Sample &sm : s.samples(0, &err)) {
-			perf::SplitChain sc = perf::split_callchain(sm.callchain);
-			if (sc.deferred && known_chain::in_read(sm))
-				reads.insert(sc.cookie);
-		}
-		EXPECT_TRUE(err.empty()) << err;
+		std::set<uint64_t> reads = read_entries(s);
 		int with_recursion = 0, of_reads = 0, reads_with_recursion = 0;
 		std::string first_bad;
 		for (const Delivery &v : recs) {
