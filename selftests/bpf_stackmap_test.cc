@@ -25,6 +25,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <sstream>
+#include <utility>
 #include <vector>
 
 #include "lib/perf_abi.h"
@@ -103,6 +105,39 @@ std::vector<std::vector<uint64_t>> dump_stacks(int map_fd)
 	return out;
 }
 
+/* The [vdso] mapping of this process, or {0, 0}. */
+std::pair<uint64_t, uint64_t> vdso_range()
+{
+	std::istringstream maps(work::read_file("/proc/self/maps"));
+	std::string line;
+	while (std::getline(maps, line)) {
+		unsigned long lo, hi;
+		if (line.find("[vdso]") != std::string::npos &&
+		    sscanf(line.c_str(), "%lx-%lx", &lo, &hi) == 2)
+			return { lo, hi };
+	}
+	return { 0, 0 };
+}
+
+/* "[n: fn+0x12 ...]": a user stack with this program's symbols. */
+std::string symbolic(const std::vector<uint64_t> &ips,
+		     const std::vector<syms::Symbol> &symbols)
+{
+	char buf[32];
+	std::string out = "[" + std::to_string(ips.size()) + ":";
+	for (uint64_t ip : ips) {
+		const syms::Symbol *f = syms::lookup(symbols, ip);
+		if (f)
+			snprintf(buf, sizeof(buf), "+%#llx",
+				 (unsigned long long)(ip - f->start));
+		else
+			snprintf(buf, sizeof(buf), "%#llx",
+				 (unsigned long long)ip);
+		out += " " + (f ? f->name : "") + buf;
+	}
+	return out + "]";
+}
+
 TEST(BpfStackmap, UserAndKernelStacksFromGetStackid)
 {
 	std::string err;
@@ -156,12 +191,56 @@ TEST(BpfStackmap, UserAndKernelStacksFromGetStackid)
 
 	int fd = open("/dev/zero", O_RDONLY);
 	ASSERT_GE(fd, 0) << "open /dev/zero: " << strerror(errno);
-	ev.enable();
-	ASSERT_GT(work::work_recurse_reading(kDepth, fd, work::now_s() + 0.3), 0);
-	ev.disable();
+	/*
+	 * Rounds of 0.3 s until the map holds a kernel stack and a user
+	 * stack of the recursion (the first round, on the reference guest).
+	 */
+	auto has_both = [&] {
+		bool k = false, u = false;
+		for (const auto &ips : dump_stacks(map_fd)) {
+			k |= !ips.empty() && perf_abi::is_kernel_address(ips[0]);
+			u |= syms::longest_run(ips, *rec) >= kDepth;
+		}
+		return k && u;
+	};
+	work::Deadline deadline(30);
+	int rounds = 0;
+	do {
+		ev.enable();
+		ASSERT_GT(work::work_recurse_reading(kDepth, fd,
+						     work::now_s() + 0.3), 0);
+		ev.disable();
+		rounds++;
+	} while (!has_both() && !deadline.passed());
 	close(fd);
 
+	/*
+	 * Everything this thread runs while sampled is called from this
+	 * test's body, in frame-pointer code (this program's, or glibc's
+	 * system call stubs and clock_gettime(), which leave the frame
+	 * pointer alone) or the vDSO: each user stack must reach the test
+	 * body through this static binary's text (from its first function
+	 * to its last) and the vDSO. Past the test body the walk is in
+	 * GoogleTest's and glibc's code without frame pointers: not judged.
+	 */
+	const syms::Symbol *body = nullptr;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (const syms::Symbol &f : symbols) {
+		lo = std::min(lo, f.start);
+		hi = std::max(hi, f.start + f.size);
+		if (f.name.find("UserAndKernelStacksFromGetStackid_Test8TestBody") !=
+		    std::string::npos)
+			body = &f;
+	}
+	ASSERT_NE(body, nullptr) << "the test body is not in the symbol table";
+	auto vdso = vdso_range();
+	auto ours = [&](uint64_t ip) {
+		return (ip >= lo && ip < hi) ||
+		       (ip >= vdso.first && ip < vdso.second);
+	};
 	int user = 0, kernel = 0, mixed = 0, with_recursion = 0, deepest = 0;
+	int foreign = 0, broken_run = 0;
+	std::vector<std::string> without; /* user stacks without it */
 	auto stacks = dump_stacks(map_fd);
 	for (const auto &ips : stacks) {
 		if (ips.empty())
@@ -181,23 +260,58 @@ TEST(BpfStackmap, UserAndKernelStacksFromGetStackid)
 		int run = syms::longest_run(ips, *rec);
 		deepest = std::max(deepest, run);
 		with_recursion += run >= kDepth;
+		if (run < kDepth)
+			without.push_back(symbolic(ips, symbols));
+		/*
+		 * The leaf may be anywhere the thread runs; from its caller
+		 * to the test body every frame is in the text or the vDSO.
+		 */
+		size_t n = 1;
+		while (n < ips.size() && ours(ips[n]) && !body->contains(ips[n]))
+			n++;
+		if (n == ips.size() || !body->contains(ips[n])) {
+			foreign++;
+			ADD_FAILURE() << "user stack not reaching the test body "
+					 "through this program's text and the "
+					 "vDSO: " << symbolic(ips, symbols);
+		}
+		/*
+		 * kDepth calls of work_recurse_reading by itself and one of
+		 * work_read_until: at most kDepth + 1 frames in it, in one
+		 * run, on any stack of this thread.
+		 */
+		std::vector<uint64_t> judged(ips.begin(), ips.begin() + n);
+		int in_rec = 0;
+		for (uint64_t ip : judged)
+			in_rec += rec->contains(ip);
+		if (in_rec != syms::longest_run(judged, *rec) ||
+		    in_rec > kDepth + 1) {
+			broken_run++;
+			ADD_FAILURE() << "user stack whose frames of "
+					 "work_recurse_reading are not one run "
+					 "of at most " << kDepth + 1 << ": "
+				      << symbolic(ips, symbols);
+		}
 	}
 	printf("# stacks in the map %zu: user %d (with >= %d frames of "
-	       "work_recurse_reading %d, deepest run %d), kernel %d, mixed %d\n",
-	       stacks.size(), user, kDepth, with_recursion, deepest, kernel,
-	       mixed);
+	       "work_recurse_reading %d, deepest run %d; not reaching the test "
+	       "body through the text and the vDSO %d, with a broken run "
+	       "%d), kernel %d, mixed %d; %d round(s) of 0.3 s, %s\n",
+	       stacks.size(), user, kDepth, with_recursion, deepest, foreign,
+	       broken_run, kernel, mixed, rounds, deadline.describe().c_str());
+	for (const std::string &w : without)
+		printf("# without the recursion: %s\n", w.c_str());
 	EXPECT_GT(kernel, 0) << "no kernel stack from bpf_get_stackid(0)";
 	EXPECT_GT(with_recursion, 0)
 		<< "no user stack from bpf_get_stackid(BPF_F_USER_STACK) "
 		   "holding " << kDepth << " return addresses in work_recurse_reading";
 	/*
-	 * The map keeps each distinct stack once. Outside the recursion the
-	 * thread is only in the enable and disable ioctls and the few
-	 * instructions around the recursion's call: one stack each at most
-	 * (saved run: 5 of 5 user stacks hold the recursion).
+	 * How many distinct stacks lack the recursion is not judged: the
+	 * samples that land in the enable and disable ioctls, the calls
+	 * around the recursion and its descent and ascent grow with the
+	 * host's slowness (6 of 10 on a host 2.5x slower). What is judged
+	 * is that each is a real stack of this thread (above).
 	 */
-	EXPECT_LE(user - with_recursion, 4)
-		<< "user stacks without the recursion";
 	EXPECT_EQ(mixed, 0) << "stacks mixing user and kernel addresses";
 	close(prog_fd);
 	close(map_fd);

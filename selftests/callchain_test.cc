@@ -51,7 +51,10 @@ TEST(Callchain, KernelAndUserPartsHoldTheRecursion)
 	ASSERT_GE(fd, 0) << "open /dev/zero: " << strerror(errno);
 	int samples = 0, with_kernel = 0, with_recursion = 0, deepest = 0;
 	int rounds = 0, reads = 0, reads_with_recursion = 0;
-	for (double t0 = work::now_s(); work::now_s() - t0 < 5 && with_recursion < kWantKernelSamples;) {
+	/* Rounds of 50 ms until both counts judged below are reached */
+	work::Deadline deadline(30);
+	while ((with_recursion < kWantKernelSamples ||
+		reads < kWantKernelSamples) && !deadline.passed()) {
 		rounds++;
 		ev.enable();
 		ASSERT_GT(work::work_recurse_reading(kDepth, fd, work::now_s() + 0.05), 0);
@@ -82,14 +85,15 @@ TEST(Callchain, KernelAndUserPartsHoldTheRecursion)
 	close(fd);
 	printf("# samples %d, with a kernel part %d, with >= %d frames of "
 	       "work_recurse_reading %d, deepest run %d, lost %llu, rounds "
-	       "%d; in read() %d, %d of them with the recursion\n", samples,
-	       with_kernel, kDepth, with_recursion, deepest,
-	       (unsigned long long)ev.lost(), rounds, reads,
-	       reads_with_recursion);
+	       "%d of 50 ms, %s; in read() %d, %d of them with the "
+	       "recursion\n", samples, with_kernel, kDepth, with_recursion,
+	       deepest, (unsigned long long)ev.lost(), rounds,
+	       deadline.describe().c_str(), reads, reads_with_recursion);
 	EXPECT_GE(with_recursion, kWantKernelSamples)
 		<< "too few kernel samples whose user chain holds " << kDepth
 		<< " return addresses in work_recurse_reading [0x" << std::hex
-		<< rec->start << ", +0x" << rec->size << ") in 5 s";
+		<< rec->start << ", +0x" << rec->size << "), "
+		<< deadline.describe();
 	/*
 	 * Every sample taken in a read (ksys_read in its kernel part) comes
 	 * from the recursion's bottom. The thread enters the kernel
@@ -98,7 +102,8 @@ TEST(Callchain, KernelAndUserPartsHoldTheRecursion)
 	 * 2026-11-26, where 2 per round were allowed before; which entries
 	 * they were was not recorded): those are not judged.
 	 */
-	EXPECT_GE(reads, kWantKernelSamples) << "too few samples in read()";
+	EXPECT_GE(reads, kWantKernelSamples) << "too few samples in read(), "
+					     << deadline.describe();
 	EXPECT_EQ(reads_with_recursion, reads)
 		<< "samples in read() whose user chain lacks the recursion";
 }

@@ -30,6 +30,7 @@
 
 #include "lib/cookie_match.h"
 #include "lib/features.h"
+#include "lib/known_chain.h"
 #include "lib/perf_abi.h"
 #include "lib/perf_event.h"
 #include "lib/session.h"
@@ -197,6 +198,24 @@ protected:
 	}
 
 	/*
+	 * The cookies of the entries that are the recursion's reads, by
+	 * their samples' kernel part (buffer 0): their user stack is the
+	 * recursion.
+	 */
+	std::set<uint64_t> read_entries(const session::Session &s)
+	{
+		std::set<uint64_t> reads;
+		std::string err;
+		for (const perf::Sample &sm : s.samples(0, &err)) {
+			perf::SplitChain sc = perf::split_callchain(sm.callchain);
+			if (sc.deferred && known_chain::in_read(sm))
+				reads.insert(sc.cookie);
+		}
+		EXPECT_TRUE(err.empty()) << err;
+		return reads;
+	}
+
+	/*
 	 * Sample the recursion reading /dev/zero with the cpu-clock event
 	 * (buffer 0 of s) on this thread, until enough kernel entries had
 	 * several samples.
@@ -215,7 +234,14 @@ protected:
 		 * than the sampling event's 256 pages hold (114 lost).
 		 */
 		memset(read_buf, 1, sizeof(read_buf));
-		for (double t0 = now(); now() - t0 < 8;) {
+		/*
+		 * Rounds of 50 ms until 3 entries had several samples, 10
+		 * records came and one of them is a read's (1 to 4 rounds on
+		 * the reference guest).
+		 */
+		work::Deadline deadline(30);
+		bool enough = false;
+		while (!enough && !deadline.passed()) {
 			s->event(0).enable();
 			w.until = now() + 0.05;
 			ASSERT_GT(deferred_recurse(kDepth, &w), 0);
@@ -232,10 +258,19 @@ protected:
 			int shared = 0;
 			for (auto &kv : per_cookie)
 				shared += kv.second > 1;
-			if (shared >= 3 && m.deliveries().size() >= 10)
-				break;
+			std::set<uint64_t> reads = read_entries(*s);
+			bool read_recorded = false;
+			for (const perf::Delivery &d : m.deliveries())
+				read_recorded |= reads.count(d.cookie) > 0;
+			enough = shared >= 3 && m.deliveries().size() >= 10 &&
+				 read_recorded;
 		}
 		close(fd);
+		printf("# %zu round(s) of 50 ms, %s\n", disabling_.size(),
+		       deadline.describe().c_str());
+		EXPECT_TRUE(enough) << "fewer than 3 kernel entries with several "
+				       "samples, 10 records or a read's record, "
+				    << deadline.describe();
 		for (size_t i = 0; i < s->size(); i++)
 			EXPECT_EQ(s->event(i).lost(), 0u) << "buffer " << i;
 	}
@@ -303,13 +338,22 @@ protected:
 				<< " announced by " << std::dec << kv.second
 				<< " samples: " << n << " records";
 		}
-		int with_recursion = 0;
+		std::set<uint64_t> reads = read_entries(s);
+		int with_recursion = 0, of_reads = 0, reads_with_recursion = 0;
+		std::string first_bad;
 		for (const Delivery &v : recs) {
 			check_record(v.d, tid);
 			EXPECT_TRUE(per_cookie.count(v.d.cookie))
 				<< "record with cookie 0x" << std::hex
 				<< v.d.cookie << " answers no sample";
-			with_recursion += syms::longest_run(v.d.ips, *rec_) >= kDepth;
+			bool rec = syms::longest_run(v.d.ips, *rec_) >= kDepth;
+			with_recursion += rec;
+			if (!reads.count(v.d.cookie))
+				continue;
+			of_reads++;
+			reads_with_recursion += rec;
+			if (!rec && first_bad.empty())
+				first_bad = session::hex_chain(v.d.ips);
 		}
 		int kernel_samples = 0;
 		for (const perf::Announce &a : m.announces())
@@ -318,14 +362,15 @@ protected:
 		       "user %zu (%zu after their record), no user %zu), "
 		       "cookies %zu (shared by >1 "
 		       "sample %d, most samples %d), deferred records %zu "
-		       "(holding the recursion %d), entries with their record "
-		       "again %d, unmatched in a disabling "
+		       "(holding the recursion %d; of entries sampled in "
+		       "read() %d, %d of them holding it), entries with their "
+		       "record again %d, unmatched in a disabling "
 		       "ioctl %d, rounds %zu\n",
 		       r.samples, r.announcing_samples, kernel_samples,
 		       r.fallback_samples, r.explained_fallbacks,
 		       r.no_user_samples, per_cookie.size(),
 		       shared, max_per_cookie, recs.size(), with_recursion,
-		       again,
+		       of_reads, reads_with_recursion, again,
 		       unmatched, disabling_.size());
 		EXPECT_GT(kernel_samples, 0) << "no deferred kernel sample";
 		/*
@@ -341,17 +386,21 @@ protected:
 		EXPECT_GT(shared, 0)
 			<< "no kernel entry with several samples";
 		/*
-		 * Entries outside the recursion: the enable and the disable
-		 * ioctl of each round, and the interrupts of samples taken in
-		 * user mode, between the syscalls (saved runs: 19 of 21 with
-		 * the recursion in 2 rounds; 7 of 10 in 1 round with 11 user
-		 * mode samples on a loaded host).
+		 * How many records lack the recursion is not judged: they are
+		 * the entries outside it (the enable and disable ioctls, the
+		 * interrupts of samples taken in user mode between the
+		 * system calls, page faults), each with its record again for
+		 * every sample after its callbacks ran, and all of them grow
+		 * with the host's slowness (9 of 13 were explained on a host
+		 * 2.5x slower). What the kernel guarantees is judged: a
+		 * record of an entry sampled in the recursion's read() is
+		 * that stack.
 		 */
-		size_t user_mode = r.announcing_samples - kernel_samples;
-		EXPECT_GE(with_recursion + 2 * disabling_.size() + user_mode,
-			  recs.size())
-			<< "records without " << kDepth
-			<< " frames of deferred_recurse";
+		EXPECT_GT(of_reads, 0) << "no record of an entry sampled in "
+					  "read()";
+		EXPECT_EQ(reads_with_recursion, of_reads)
+			<< "records of read() entries without " << kDepth
+			<< " frames of deferred_recurse; first: " << first_bad;
 		EXPECT_GT(with_recursion, 0);
 	}
 
@@ -684,8 +733,14 @@ TEST(DeferredFallback, BpfProgramUnwindsInPlace)
 	int zero = open("/dev/zero", O_RDONLY);
 	ASSERT_GE(zero, 0) << strerror(errno);
 
-	/* [with the program, without][deferred, in-place user, none] */
+	/*
+	 * [with the program, without][deferred, in-place user, none]. Each
+	 * samples in rounds of 0.3 s (about 300 samples at one per ms)
+	 * until it has 100.
+	 */
 	size_t counts[2][3] = {}, records[2] = {};
+	int rounds[2] = {};
+	work::Deadline deadline(30);
 	for (int round = 0; round < 2; round++) {
 		session::Options o;	/* cpu-clock, perf record -g's fields */
 		o.period = 1000000;	/* 1 ms */
@@ -693,16 +748,22 @@ TEST(DeferredFallback, BpfProgramUnwindsInPlace)
 		session::Session s;
 		int r = s.open(o, 0, -1);
 		ASSERT_EQ(r, 0) << strerror(-r);
-		if (round == 0)
+		if (round == 0) {
 			ASSERT_EQ(ioctl(s.event(0).fd(), PERF_EVENT_IOC_SET_BPF,
 					prog_fd),
 				  0)
 				<< "PERF_EVENT_IOC_SET_BPF: " << strerror(errno);
-		s.enable();
-		work::work_recurse_reading(kDepth, zero, work::now_s() + 0.3);
-		s.disable();
-		s.drain();
+		}
 		std::string err;
+		do {
+			s.enable();
+			work::work_recurse_reading(kDepth, zero,
+						   work::now_s() + 0.3);
+			s.disable();
+			s.drain();
+			rounds[round]++;
+		} while (s.samples(0, &err).size() < 100 && err.empty() &&
+			 !deadline.passed());
 		for (const perf::Sample &sm : s.samples(0, &err)) {
 			perf::SplitChain c = perf::split_callchain(sm.callchain);
 			counts[round][c.deferred ? 0 : !c.user.empty() ? 1 : 2]++;
@@ -718,14 +779,15 @@ TEST(DeferredFallback, BpfProgramUnwindsInPlace)
 	printf("# cpu-clock samples of a reading recursion with a BPF "
 	       "program: %zu (%zu deferred, %zu in place, %zu without a user "
 	       "chain; %zu records); without: %zu (%zu, %zu, %zu; %zu "
-	       "records)\n", with, counts[0][0], counts[0][1], counts[0][2],
-	       records[0], without, counts[1][0], counts[1][1], counts[1][2],
-	       records[1]);
-	ASSERT_GE(with, 100u) << "0.3 s at one sample per ms: about 300";
+	       "records); %d and %d round(s) of 0.3 s, %s\n", with,
+	       counts[0][0], counts[0][1], counts[0][2], records[0], without,
+	       counts[1][0], counts[1][1], counts[1][2], records[1],
+	       rounds[0], rounds[1], deadline.describe().c_str());
+	ASSERT_GE(with, 100u) << deadline.describe();
 	EXPECT_EQ(counts[0][1], with) << "every sample unwound in place";
 	EXPECT_EQ(records[0], 0u);
 	/* Without it, only the exit window's samples may fall back */
-	ASSERT_GE(without, 100u);
+	ASSERT_GE(without, 100u) << deadline.describe();
 	EXPECT_GE(counts[1][0] * 10, without * 9)
 		<< "the same event without the program must defer";
 }

@@ -66,16 +66,17 @@ void stir(uring::Ring *ring, int fd)
 /*
  * The SQPOLL thread of this process, 0 if none. The thread names itself
  * once it runs, which may be after io_uring_setup() returned: wait up to
- * a second for it.
+ * a second (times the guest's slowdown) for it.
  */
 pid_t sqpoll_thread()
 {
-	for (int i = 0; i < 100; i++) {
+	work::Deadline deadline(1);
+	do {
 		for (pid_t t : work::threads_of(getpid()))
 			if (work::task_info(t).comm.rfind("iou-sqp-", 0) == 0)
 				return t;
 		usleep(10000);
-	}
+	} while (!deadline.passed());
 	return 0;
 }
 
@@ -105,8 +106,23 @@ void check_kthreads(bool deferred)
 	o.track = true;
 	r = s.open_per_cpu(o);
 	ASSERT_EQ(r, 0) << "per-CPU perf_event_open: " << strerror(-r);
+	/* Rounds of stir() until the idle tasks were sampled */
+	auto idle_sampled = [&] {
+		std::string e;
+		s.drain();
+		for (size_t b = 0; b < s.size(); b++)
+			for (const perf::Sample &sm : s.samples(b, &e))
+				if (sm.sid.tid == 0)
+					return true;
+		return false;
+	};
+	work::Deadline deadline(30);
+	int rounds = 0;
 	s.enable();
-	stir(sqp ? &ring : nullptr, fd);
+	do {
+		stir(sqp ? &ring : nullptr, fd);
+		rounds++;
+	} while (!idle_sampled() && !deadline.passed());
 	s.disable();
 	close(fd);
 	s.drain();
@@ -150,14 +166,16 @@ void check_kthreads(bool deferred)
 				      << " (" << kt.names[d.tid] << ")";
 	printf("# defer_callchain %s: %d kthread samples (%d idle, %d of "
 	       "the SQPOLL thread), %d from other tasks; %d with the marker, "
-	       "%d with a user part, %d records for kthreads\n",
-	       deferred ? "on" : "off", samples, idle, of_sqp, other,
-	       with_marker, with_user, records);
+	       "%d with a user part, %d records for kthreads; %d round(s) "
+	       "of 0.15 s, %s\n", deferred ? "on" : "off", samples, idle,
+	       of_sqp, other, with_marker, with_user, records, rounds,
+	       deadline.describe().c_str());
 	if (!sqp)
 		printf("# no io_uring in this kernel: no SQPOLL thread\n");
 	for (auto &[n, c] : per_name)
 		printf("#   %-20s %d samples\n", n.c_str(), c);
-	EXPECT_GT(idle, 0) << "no sample of the idle tasks in 0.15 s";
+	EXPECT_GT(idle, 0) << "no sample of the idle tasks, "
+			   << deadline.describe();
 	/*
 	 * The SQPOLL thread's samples are counted, not required: it sleeps
 	 * between submissions, and a normal-kernel run of 2026-11-26 had 0

@@ -154,7 +154,8 @@ void answer_fanotify(int fan, LibsRun *r, int *count)
 }
 
 /*
- * Read lines from fd until "ready" (or 20 s): the copies' text ranges.
+ * Read lines from fd until "ready" (or a Deadline of 20 s): the copies'
+ * text ranges.
  * between() runs every 10 ms meanwhile (the helper's reads wait for a
  * fanotify listener's answers).
  */
@@ -162,13 +163,14 @@ bool read_ready(int fd, std::vector<Range> *texts, std::string *err,
 		const std::function<void()> &between)
 {
 	std::string got;
-	double until = work::now_s() + 20;
+	work::Deadline deadline(20);
 
 	while (got.find("ready\n") == std::string::npos) {
 		pollfd p = { fd, POLLIN, 0 };
 		between();
-		if (work::now_s() > until || poll(&p, 1, 10) < 0) {
-			*err = "no \"ready\" from the helper: " + got;
+		if (deadline.passed() || poll(&p, 1, 10) < 0) {
+			*err = "no \"ready\" from the helper (" +
+			       deadline.describe() + "): " + got;
 			return false;
 		}
 		if (!(p.revents & (POLLIN | POLLHUP)))

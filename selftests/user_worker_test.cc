@@ -60,9 +60,21 @@ TEST(UserWorker, IoWorkerSamplesAreKernelOnly)
 	ASSERT_EQ(r, 0) << "per-CPU perf_event_open: " << strerror(-r);
 	std::map<pid_t, unsigned long> workers;
 	int completions = 0, errors = 0;
+	/* 200 ms of reads, then more until a worker was sampled */
+	auto worker_sampled = [&] {
+		std::string e;
+		s.drain();
+		for (size_t b = 0; b < s.size(); b++)
+			for (const perf::Sample &sm : s.samples(b, &e))
+				if (workers.count((pid_t)sm.sid.tid))
+					return true;
+		return false;
+	};
+	work::Deadline deadline(30);
 	s.enable();
 	uint64_t until = work::now_ns() + 200000000ULL;
-	while (work::now_ns() < until) {
+	while (work::now_ns() < until ||
+	       (!worker_sampled() && !deadline.passed())) {
 		for (unsigned i = 0; i < kInflight; i++)
 			ring.queue_read(fd, bufs[i].data(), kLen, true, i);
 		r = ring.submit_and_wait(kInflight);
@@ -115,9 +127,11 @@ TEST(UserWorker, IoWorkerSamplesAreKernelOnly)
 		printf(" %d (flags 0x%lx%s)", t, f,
 		       f & work::kPfUserWorker ? " PF_USER_WORKER" : "");
 	printf("\n# %d worker samples, %d with a kernel chain, %d with the "
-	       "marker, %d with a user part, %d records for workers\n",
-	       samples, with_kernel, marker, user, records);
-	EXPECT_GT(samples, 0) << "no sample of an io worker";
+	       "marker, %d with a user part, %d records for workers; %s\n",
+	       samples, with_kernel, marker, user, records,
+	       deadline.describe().c_str());
+	EXPECT_GT(samples, 0) << "no sample of an io worker, "
+			      << deadline.describe();
 	EXPECT_EQ(with_kernel, samples) << "worker samples without a kernel "
 					   "chain";
 	EXPECT_EQ(marker, 0);

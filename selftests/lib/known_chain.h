@@ -60,12 +60,15 @@ inline bool in_read(const perf::Sample &s)
 /*
  * Run helper `name` (a program in /selftests; compat: its 32-bit build,
  * where no address may be above 4 GiB) for 150 ms under a per-task
- * cpu-clock event, with deferred callchains or in-place ones, print what
- * its chains held and EXPECT every chain to start in the helper (but
- * `outside` of them; Image::leaf_ok) and every read's chain to hold
- * cs_leaf, cs_middle, cs_outer and main in order. before_exec, if given, is called with the
- * helper's pid before it execs (to open more events on it); a negative
- * errno from it fails the test. event, if given, is the sampling event
+ * cpu-clock event, with deferred callchains or in-place ones, in rounds
+ * (a new child and session each) until 20 of its reads were sampled or a
+ * work::Deadline of 30 s passes; print what its chains held and how long
+ * it waited, and EXPECT 20 reads, every read's chain to hold cs_leaf,
+ * cs_middle, cs_outer and main in order, and every round's records to
+ * match its samples. Chains starting outside the helper are printed, not
+ * judged (`outside` is unused). before_exec, if given, is called with
+ * each round's helper pid before it execs (to open more events on it); a
+ * negative errno from it fails the test. event, if given, is the sampling event
  * instead of cpu-clock (its type, config and period). Skips if the helper
  * cannot run.
  */
