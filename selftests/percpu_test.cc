@@ -50,13 +50,26 @@ Outcome record_migrating(int attempt, bool bare)
 	std::vector<int> cpus = session::online_cpus();
 	session::Session s;
 	session::Options o;
-	o.period = 500000;
+	/*
+	 * Sized for any host: the period and the worker's CPU time grow
+	 * with the guest's slowdown, so each 16 MiB read gets as many
+	 * samples, and the sampling costs the same share of a CPU, as on
+	 * the reference guest (a fixed 500 us on a 2.5 times slower arm64
+	 * debug guest left the worker 4 times the wall time and lost 9671
+	 * records); the buffers are drained every 2 ms as it runs, by a
+	 * reader at a raised priority, and hold 4 MiB each.
+	 */
+	const double slow = work::slowdown();
+	o.period = (uint64_t)(500000 * slow);
 	o.exclude_idle = true;
-	o.pages = 256;
+	o.pages = 1024;
 	o.defer_output = bare;
 	int r = s.open_per_cpu(o);
-	if (!r && !bare)
-		r = s.open_per_cpu(session::sideband());
+	if (!r && !bare) {
+		session::Options sb = session::sideband();
+		sb.pages = 1024;
+		r = s.open_per_cpu(sb);
+	}
 	EXPECT_EQ(r, 0) << "per-CPU perf_event_open: " << strerror(-r);
 	if (r)
 		return out;
@@ -68,7 +81,7 @@ Outcome record_migrating(int attempt, bool bare)
 	s.enable();
 	std::thread worker([&] {
 		tid = work::gettid();
-		work::read_zero(0.25, 16 << 20); /* ~200 entries */
+		work::read_zero(0.25 * slow, 16 << 20); /* ~200 entries */
 		t_stop = work::now_ns(); /* every entry before is over */
 		done = true;
 	});
@@ -82,6 +95,7 @@ Outcome record_migrating(int attempt, bool bare)
 			nanosleep(&ts, nullptr);
 		}
 	});
+	s.drain_while([&] { return !done.load(); });
 	worker.join();
 	mover.join();
 	perf::CookieMatcher m;
@@ -142,12 +156,14 @@ Outcome record_migrating(int attempt, bool bare)
 	size_t orphans = 0;
 	for (const perf::Delivery &d : res.orphans)
 		orphans += d.tid == (uint32_t)tid.load();
-	printf("# attempt %d, %s: worker tid %d moved %d times; %zu entries "
+	printf("# attempt %d, %s, period %.0f us (slowdown %.2f): worker "
+	       "tid %d moved %d times; %zu entries "
 	       "sampled, %zu with their record on the right CPU, %zu "
 	       "returned on another CPU than their last sample; %zu orphan "
 	       "records of the worker\n# all tasks: %s\n",
 	       attempt, bare ? "sampling events with defer_output only" :
-			       "a side-band dummy per CPU", tid.load(),
+			       "a side-band dummy per CPU", o.period / 1e3,
+	       slow, tid.load(),
 	       moves.load(), out.cookies,
 	       out.matched_once, out.migrated, orphans,
 	       res.describe().substr(0, res.describe().find('\n')).c_str());

@@ -38,7 +38,9 @@ description() {
 }
 
 # The tests to run: "<number>:<name>" for each callchain_defer_*.sh, the
-# number 'perf test list' gives its description.
+# number 'perf test list' gives its description. Listed once: each
+# 'perf test list' loads every test, seconds on a slow debug guest.
+list=$(cd / && "$perf" test list 2>/dev/null)
 tests=
 for script in "$dir"/callchain_defer_*.sh; do
 	[ -f "$script" ] || continue
@@ -54,7 +56,7 @@ for script in "$dir"/callchain_defer_*.sh; do
 	IFS=$old_ifs
 	[ -n "$wanted" ] || continue
 	desc=$(description "$script")
-	num=$(cd / && "$perf" test list 2>/dev/null |
+	num=$(echo "$list" |
 		sed -n "s/^ *\([0-9][0-9]*\): $desc\$/\1/p" | head -n 1)
 	tests="$tests $num:$name"
 done

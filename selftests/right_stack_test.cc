@@ -464,8 +464,14 @@ Compared run_pairs(session::Session *s, const char *what, int calls,
 	s->enable();
 	for (int i = 0; i < calls; i++) {
 		call(i);
-		if (i % 50 == 49)
-			s->drain();
+		/*
+		 * Drained as the buffers fill, not every so many calls: the
+		 * hits of a call grow with the host's slowness (more ticks
+		 * and interrupts in it: 74 irq_enable hits a call on a slow
+		 * arm64 debug guest, against 13 here, lost 3406 records with
+		 * a drain every 50 calls).
+		 */
+		s->drain_if_fuller();
 	}
 	s->disable();
 	s->drain();
@@ -556,12 +562,31 @@ TEST(RightStack, FpuRegsActivatedDeferredChainIsTheReturningStack)
 	session::Session s;
 	int r = open_tracepoint_pair(&s, id, 512);
 	ASSERT_EQ(r, 0) << "x86_fpu_regs_activated: " << strerror(-r);
+	/*
+	 * Nearly every yield switches (the sibling is always runnable), but
+	 * how many is the scheduler's and the host's: yield at least kYields
+	 * times, then on until kYields hits are in the in-place buffer, under
+	 * a deadline.
+	 */
 	constexpr int kYields = 200;
+	auto in_place_hits = [&s] {
+		size_t n = 0;
+		for (const perf::Record &rec : s.records(1))
+			n += rec.header.type == PERF_RECORD_SAMPLE;
+		return n;
+	};
+	work::Deadline dl(30);
+	int yields = 0;
 	s.enable();
-	for (int i = 0; i < kYields; i++) {
-		rs_yield(1 + i % 4);
-		if (i % 50 == 49)
-			s.drain();
+	for (;;) {
+		rs_yield(1 + yields % 4);
+		yields++;
+		s.drain_if_fuller();
+		if (yields < kYields || yields % 10)
+			continue;
+		s.drain();
+		if (in_place_hits() >= (size_t)kYields || dl.passed())
+			break;
 	}
 	s.disable();
 	stop = true;
@@ -571,9 +596,9 @@ TEST(RightStack, FpuRegsActivatedDeferredChainIsTheReturningStack)
 	Compared c = compare(s, 0, 1, &err);
 	ASSERT_TRUE(err.empty()) << err;
 	printf("# x86_fpu:x86_fpu_regs_activated, %d yields at depths 1-4 to a "
-	       "sibling on CPU %d: %s\n", kYields, cpu, c.describe().c_str());
-	/* Nearly every yield switches: the sibling is always runnable. */
-	expect_all_match(s, c, kYields / 2);
+	       "sibling on CPU %d (%s): %s\n", yields, cpu,
+	       dl.describe().c_str(), c.describe().c_str());
+	expect_all_match(s, c, kYields);
 }
 
 /* ---- F: NMI context: an execute breakpoint and a kprobe in the kernel --- */
@@ -1284,18 +1309,24 @@ void stop_repeatedly(bool ptraced)
 	session::Session s;
 	session::Options o = session::tracepoint(sw, 256);
 	int rr = s.open(o, pid, -1);
-	constexpr int kStops = 60;
+	/*
+	 * At least kStops stops, and on until kJudged of them could be
+	 * judged (below), under a deadline: how many can is timing.
+	 */
+	constexpr int kStops = 60, kJudged = kStops / 2;
 	int stops = 0, answered = 0, applicable = 0;
 	std::string stop_err;
+	work::Deadline dl(60);
 	if (!rr) {
 		s.enable();
-		for (int i = 0; i < kStops; i++) {
+		while (stops < kStops ||
+		       (applicable < kJudged && !dl.passed())) {
 			/*
-			 * Wait for the child to sleep in its read (up to 2 s:
-			 * arm64's debug kernel under TCG took over 0.2 s).
+			 * Wait for the child to sleep in its read (arm64's
+			 * debug kernel under TCG took over 0.2 s).
 			 */
-			for (int w = 0; w < 20000 && task_state(pid) != 'S';
-			     w++)
+			work::Deadline asleep(2);
+			while (task_state(pid) != 'S' && !asleep.passed())
 				usleep(100);
 			int st;
 			if (ptraced ? ptrace(PTRACE_INTERRUPT, pid, 0, 0)
@@ -1319,7 +1350,8 @@ void stop_repeatedly(bool ptraced)
 			s.drain();
 		}
 		/* Let the last restarted read block. */
-		for (int w = 0; w < 2000 && task_state(pid) != 'S'; w++)
+		work::Deadline asleep(0.2);
+		while (task_state(pid) != 'S' && !asleep.passed())
 			usleep(100);
 		s.disable();
 		s.drain();
@@ -1334,12 +1366,12 @@ void stop_repeatedly(bool ptraced)
 	printf("# %d %s stops of a read: %s\n", stops,
 	       ptraced ? "ptrace (PTRACE_INTERRUPT)" : "job control (SIGSTOP)",
 	       ord.describe().c_str());
-	EXPECT_EQ(stops, kStops);
+	EXPECT_GE(stops, kStops);
 	EXPECT_EQ(s.lost(), 0u);
 	EXPECT_TRUE(stop_err.empty()) << stop_err;
 	printf("# %d of %d stops with the entry's record in the buffer while "
-	       "the task was stopped (%d with a sample before the stop)\n",
-	       answered, stops, applicable);
+	       "the task was stopped (%d with a sample before the stop; "
+	       "%s)\n", answered, stops, applicable, dl.describe().c_str());
 	EXPECT_EQ(answered, applicable)
 		<< "records held until the task resumes: a recording that "
 		   "ends during the stop loses them";
@@ -1347,14 +1379,17 @@ void stop_repeatedly(bool ptraced)
 	 * A stop whose entry has no sample but the stop's own (the read
 	 * blocked before enabling, or the child not yet asleep when it was
 	 * stopped) has nothing to judge; it is timing, not behaviour (CI's
-	 * arm64 debug run: 2 of 60). Most stops must be judged.
+	 * arm64 debug run: 2 of 60). The loop stopped until kJudged were.
 	 */
-	EXPECT_GE(applicable, stops / 2);
+	EXPECT_GE(applicable, kJudged) << "in " << stops << " stops, "
+				       << dl.describe();
 	/*
-	 * About two per stop (the last read's block has no record yet); a
-	 * stop's sample unwound in place instead leaves about one per stop.
+	 * Each stop's own sample, and the read's block before a judged
+	 * stop, has its entry's record after it (the last read's block has
+	 * none yet); a stop's sample unwound in place instead leaves about
+	 * one per stop. Every run so far: stops + judged, or a few more.
 	 */
-	EXPECT_GE(ord.record_after, (size_t)kStops * 3 / 2)
+	EXPECT_GE(ord.record_after, (size_t)(stops + applicable))
 		<< "the stops' samples are not answered by their entry's "
 		   "record: " << ord.describe();
 	EXPECT_EQ(ord.record_before, 0u)

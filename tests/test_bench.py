@@ -364,3 +364,54 @@ def test_sframe_fallbacks_line():
     r = bench.parse("bench-sframe status=unavailable\n")
     assert "not counted" in sframe_line(r["sframe"])
     assert "not reported" in sframe_line(load(SERIES).get("sframe"))
+
+
+def _walks(run, change):
+    """Each deferred bench-run line's cookies and walks_deferred set to
+    change(its fields), a pair."""
+    def edit(text):
+        out = []
+        for line in text.splitlines():
+            if line.startswith("bench-run") and "mode=deferred" in line:
+                f = kvline.fields(line)
+                cookies, walks = change(f)
+                line = line.replace(f" cookies={f['cookies']} ",
+                                    f" cookies={cookies} ")
+                line = line.replace(f"walks_deferred={f['walks_deferred']} ",
+                                    f"walks_deferred={walks} ")
+            out.append(line)
+        return "\n".join(out) + "\n"
+    rewrite(run, edit)
+
+
+def test_two_walks_again_in_a_long_run_fail(tmp_path, capsys):
+    """The walk limit is a count: 2 walks beyond one per entry fail a run
+    whatever its number of entries, where 1.02 walks per entry let a fast
+    host's runs (hundreds of entries) hide several."""
+    run = copy(SERIES, tmp_path)
+
+    def more(f):
+        return f["cookies"] * 10, (f["cookies"] * 10 +
+                                   f.get("fallback_entries", 0) + 2)
+    _walks(run, more)
+    rows = bench.aggregate(load(run))
+    assert all(r["deferred"]["walks_deferred"] < 1.0 + bench.LIMIT_SLACK
+               for r in rows), "the ratio alone would have passed these"
+    assert bench.main([run, "--no-plot"]) == 1
+    assert "2 user stack walks beyond one per sampled entry" in \
+        capsys.readouterr().out
+
+
+def test_one_walk_beyond_a_short_run_passes(tmp_path, capsys):
+    """A slow host samples fewer entries in a run's fixed time (30 here):
+    the one entry a run may lose at its end is still allowed when it is
+    more than 2 % of them."""
+    run = copy(SERIES, tmp_path)
+
+    def one_more(f):
+        return 30, 30 + f.get("fallback_entries", 0) + 1
+    _walks(run, one_more)
+    rows = bench.aggregate(load(run))
+    assert all(r["deferred"]["walks_deferred"] > 1.0 + bench.LIMIT_SLACK
+               for r in rows), "the ratio alone would have failed these"
+    assert bench.main([run, "--no-plot"]) == 0, capsys.readouterr().out

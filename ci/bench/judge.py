@@ -2,12 +2,16 @@
 limits. Timings are never judged."""
 from .model import DEFERRED_MODES
 
-# Deferral's limits, counted, not timed: one walk per sampled entry (the
-# allowance covers the one entry a run may lose at its end), and no record
-# of an entry again unless a sample of the entry came after the previous
-# one (see doc/bench.md).
+# Deferral's limits, counted, not timed: one walk per sampled entry, and
+# no record of an entry again unless a sample of the entry came after the
+# previous one (see doc/bench.md). The allowance is a count, the one entry
+# a run may lose at its end (EXTRA_WALKS): as a ratio (LIMIT + LIMIT_SLACK
+# walks per entry, the table's figure) it would fail a slow host's runs,
+# which sample fewer entries in their fixed time (1 of 30 is 0.033), and
+# let a fast host's hide a walk again in 2 % of its entries.
 LIMIT = 1.0
 LIMIT_SLACK = 0.02
+EXTRA_WALKS = 1
 
 
 def problems(parsed, run):
@@ -50,7 +54,9 @@ def limit_failures(rows):
             out.append(f"{name}: {d['unearned_records']} deferred records "
                        "again that answer no sample (records per entry "
                        f"{d['records_per_entry']:.3f})")
-        w = d["walks_deferred"]
-        if w is not None and w > LIMIT + LIMIT_SLACK:
-            out.append(f"{name}: {w:.3f} user stack walks per entry")
+        w, beyond = d["walks_deferred"], d.get("walks_beyond")
+        if beyond is not None and beyond > EXTRA_WALKS:
+            out.append(f"{name}: {beyond} user stack walks beyond one per "
+                       f"sampled entry in a run (at most {EXTRA_WALKS}; "
+                       f"median {w:.3f} walks per entry)")
     return out

@@ -279,6 +279,15 @@ void Event::disable()
 	ioctl(fd_, PERF_EVENT_IOC_DISABLE, 0);
 }
 
+size_t Event::pending() const
+{
+	if (!base_)
+		return 0;
+	auto *meta = static_cast<perf_event_mmap_page *>(base_);
+	uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+	return head - meta->data_tail;
+}
+
 std::vector<Record> Event::drain()
 {
 	std::vector<Record> out;

@@ -102,6 +102,13 @@ public:
 	/* Copy every record out of the buffer and release the space. */
 	std::vector<Record> drain();
 	/*
+	 * Bytes written and not yet drained, and the buffer's size: read
+	 * from the mapped page alone, no system call, so a test can drain
+	 * as the buffer fills without adding hits of its own.
+	 */
+	size_t pending() const;
+	size_t capacity() const { return data_len_; }
+	/*
 	 * Records the kernel dropped because this buffer was full. A
 	 * PERF_RECORD_LOST only reports them once a later record fits, so
 	 * drain() also reads the event's own count (PERF_FORMAT_LOST),

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -124,6 +125,32 @@ void Session::drain()
 	for (size_t i = 0; i < events_.size(); i++)
 		for (auto &r : events_[i].drain())
 			records_[i].push_back(std::move(r));
+}
+
+bool Session::drain_if_fuller(double fraction)
+{
+	for (const perf::Event &e : events_)
+		if (e.pending() > e.capacity() * fraction) {
+			drain();
+			return true;
+		}
+	return false;
+}
+
+void Session::drain_while(const std::function<bool()> &running, int every_ms)
+{
+	/* Linux: nice is per thread, and who 0 is the calling thread. */
+	errno = 0;
+	int nice = getpriority(PRIO_PROCESS, 0);
+	bool raised = errno == 0 && !setpriority(PRIO_PROCESS, 0, -10);
+	while (running()) {
+		drain();
+		timespec ts{ every_ms / 1000, (every_ms % 1000) * 1000000L };
+		nanosleep(&ts, nullptr);
+	}
+	drain();
+	if (raised)
+		setpriority(PRIO_PROCESS, 0, nice);
 }
 
 bool Session::match(perf::CookieMatcher *m, std::string *err) const

@@ -83,6 +83,22 @@ public:
 	void disable();
 	/* Drain every buffer, keeping the records (records(i) below). */
 	void drain();
+	/*
+	 * drain() if any buffer is more than fraction full; true if it
+	 * drained. Checking is a read of the mapped pages, no system call:
+	 * a loop that calls it after each step drains as often as the
+	 * kernel writes, however slow the host, and adds no hits of its own
+	 * (to a tracepoint on kernel entries) while the buffers are empty.
+	 */
+	bool drain_if_fuller(double fraction = 0.25);
+	/*
+	 * Drain every every_ms while running() holds, then once more, from
+	 * the calling thread at a raised priority (nice -10 for the time,
+	 * where allowed): a reader that keeps up with per-CPU buffers while
+	 * other threads sample, on a host of any speed.
+	 */
+	void drain_while(const std::function<bool()> &running,
+			 int every_ms = 2);
 	/* Feed everything drained so far to a matcher. */
 	bool match(perf::CookieMatcher *m, std::string *err) const;
 	/* The end of most recordings: disable, drain, match. */
