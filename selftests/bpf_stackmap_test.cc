@@ -263,11 +263,13 @@ TEST(BpfStackmap, UserAndKernelStacksFromGetStackid)
 		if (run < kDepth)
 			without.push_back(symbolic(ips, symbols));
 		/*
-		 * The leaf may be anywhere the thread runs; from its caller
-		 * to the test body every frame is in the text or the vDSO.
+		 * The leaf may be anywhere the thread runs, the test body
+		 * itself included; from its caller to the test body every
+		 * frame is in the text or the vDSO.
 		 */
-		size_t n = 1;
-		while (n < ips.size() && ours(ips[n]) && !body->contains(ips[n]))
+		size_t n = body->contains(ips[0]) ? 0 : 1;
+		while (n && n < ips.size() && ours(ips[n]) &&
+		       !body->contains(ips[n]))
 			n++;
 		if (n == ips.size() || !body->contains(ips[n])) {
 			foreign++;
