@@ -108,8 +108,8 @@ FUZZ_TEST_S ?= 10
 # ACCEL=kvm|tcg forces QEMU's accelerator; by default KVM is used only when
 # a short probe boot shows that it works (qemu/accel.py).
 export ACCEL
-# SLOW=on|shift=N: run the guest deterministically slower, as on a slow
-# host (QEMU's -icount under TCG; qemu/vm.py, doc/harness.md "Slow hosts").
+# SLOW=on|N: run the guest as on a host N times slower (on: 3): QEMU gets
+# 1/N of the host's time (qemu/vm.py, doc/harness.md "Slow hosts").
 SLOW       ?=
 export VMTEST_SLOW := $(SLOW)
 # EXPECT_FEATURE=yes|no|auto: whether a skipped feature test fails (auto:

@@ -11,7 +11,7 @@ Writes DIR/console.log (ttyS0: boot log, KUnit, splats), DIR/results.log
 status, whether the host timeout fired, "stopped" when the guest was
 stopped early). It decides nothing: the verdict is ci/vmtest's, read from
 those logs. --slow N (make vmtest SLOW=) runs the guest as on a host N
-times slower: QEMU gets 1/N of every 30 ms (SIGSTOP and SIGCONT), so the
+times slower: QEMU gets 1/N of every 3 ms (SIGSTOP and SIGCONT), so the
 guest's clock goes on at the host's pace while it runs 1/N of the
 instructions, in user and kernel code alike.
 It only watches the console as it streams, and stops the
@@ -20,6 +20,7 @@ stall (ci/vmtest/splat.py's STUCK): such a guest never finishes by itself
 and fails on that report anyway, so waiting for --timeout wastes minutes.
 """
 import argparse
+import ctypes
 import json
 import os
 import shutil
@@ -67,7 +68,7 @@ def stop(proc):
 # every piece of selftests/host_speed.c at least 2.5 times slower
 # (doc/harness.md, "Slow hosts", has the measured factors).
 SLOW_DEFAULT = 3
-SLOW_PERIOD = 0.03  # s: QEMU runs the first 1/N of each period
+SLOW_PERIOD = 0.003  # s: QEMU runs the first 1/N of each period
 
 
 def slow_factor(value):
@@ -90,19 +91,24 @@ def slow_factor(value):
 
 class Throttle(threading.Thread):
     """Lets proc run for SLOW_PERIOD / factor of every SLOW_PERIOD: a
-    host factor times slower for everything the guest does, its timers
-    and clock still at the host's pace, as on a slow machine (QEMU's
-    -icount slows user code but leaves the kernel's emulated code at its
-    speed, doc/harness.md). stop() leaves proc running."""
+    host factor times slower for everything the guest does, its clock
+    still at the host's pace, as on a slow machine. The period is short,
+    shorter than the tests' sampling periods of a millisecond, so the
+    guest's timers fire as often per instruction as on a slow host
+    instead of bunching up over a long stop (QEMU's -icount slows user
+    code but leaves the kernel's emulated code at its speed,
+    doc/harness.md). It signals through a pidfd, never a reused pid;
+    stop() leaves proc running."""
 
     def __init__(self, proc, factor):
         super().__init__(daemon=True)
-        self.proc, self.run_s = proc, SLOW_PERIOD / factor
+        self.pidfd = os.pidfd_open(proc.pid)
+        self.run_s = SLOW_PERIOD / factor
         self.done = threading.Event()
 
     def signal(self, sig):
         try:
-            os.kill(self.proc.pid, sig)
+            signal.pidfd_send_signal(self.pidfd, sig)
         except ProcessLookupError:
             self.done.set()
 
@@ -116,6 +122,14 @@ class Throttle(threading.Thread):
         self.done.set()
         self.join()
         self.signal(signal.SIGCONT)
+        os.close(self.pidfd)
+
+
+def die_with_parent():
+    """QEMU's preexec_fn: SIGKILL when vm.py goes, however it goes, so a
+    guest stopped by the throttle is never left behind."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def command(a, qemu, accel_args, arch):
@@ -215,31 +229,36 @@ def main(argv=None):
 
     t0 = time.monotonic()
     boot = None
+    # SIGTERM (a cancelled CI job) ends vm.py through the finally below.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=die_with_parent)
     throttle = Throttle(proc, slow) if slow is not None else None
-    if throttle:
-        throttle.start()
     timed_out, stopped = False, None
     console = Tail(os.path.join(a.out, "console.log"))
     watch = splat.Watch(a.stuck_grace)
-    while proc.poll() is None:
-        now = time.monotonic()
-        if boot is None and os.path.getsize(results) > 0:
-            boot = now - t0
-        for line in console.lines():
-            watch.feed(line, now)
-        if watch.due(now):
-            stopped = watch.stuck
-            break
-        if now - t0 > a.timeout:
-            timed_out = True
-            break
-        time.sleep(0.1)
-    if throttle:
-        throttle.stop()  # a stopped QEMU would not act on SIGTERM
-    if stopped or timed_out:
-        stop(proc)
+    try:
+        if throttle:
+            throttle.start()
+        while proc.poll() is None:
+            now = time.monotonic()
+            if boot is None and os.path.getsize(results) > 0:
+                boot = now - t0
+            for line in console.lines():
+                watch.feed(line, now)
+            if watch.due(now):
+                stopped = watch.stuck
+                break
+            if now - t0 > a.timeout:
+                timed_out = True
+                break
+            time.sleep(0.1)
+    finally:
+        if throttle:
+            throttle.stop()  # a stopped QEMU would not act on SIGTERM
+        if proc.poll() is None:
+            stop(proc)
     qemu_out = proc.communicate()[0].decode(errors="replace")
     run.update(boot_seconds=round(boot, 2) if boot is not None else None,
                total_seconds=round(time.monotonic() - t0, 2),

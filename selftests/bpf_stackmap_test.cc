@@ -203,7 +203,7 @@ TEST(BpfStackmap, UserAndKernelStacksFromGetStackid)
 		}
 		return k && u;
 	};
-	work::Deadline deadline(30);
+	work::Deadline deadline(10);
 	int rounds = 0;
 	do {
 		ev.enable();

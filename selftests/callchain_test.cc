@@ -52,7 +52,7 @@ TEST(Callchain, KernelAndUserPartsHoldTheRecursion)
 	int samples = 0, with_kernel = 0, with_recursion = 0, deepest = 0;
 	int rounds = 0, reads = 0, reads_with_recursion = 0;
 	/* Rounds of 50 ms until both counts judged below are reached */
-	work::Deadline deadline(30);
+	work::Deadline deadline(10);
 	while ((with_recursion < kWantKernelSamples ||
 		reads < kWantKernelSamples) && !deadline.passed()) {
 		rounds++;

@@ -34,7 +34,7 @@ TEST(Cookie, NonZeroAndNewForEveryEntry)
 	ASSERT_EQ(s.open(o, 0, -1), 0);
 	s.enable();
 	/* Rounds of 0.1 s (~400 entries under TCG) until 2 records */
-	work::Deadline deadline(30);
+	work::Deadline deadline(10);
 	int rounds = 0;
 	std::string err;
 	do {

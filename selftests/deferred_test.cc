@@ -239,7 +239,7 @@ protected:
 		 * records came and one of them is a read's (1 to 4 rounds on
 		 * the reference guest).
 		 */
-		work::Deadline deadline(30);
+		work::Deadline deadline(10);
 		bool enough = false;
 		while (!enough && !deadline.passed()) {
 			s->event(0).enable();
@@ -740,7 +740,7 @@ TEST(DeferredFallback, BpfProgramUnwindsInPlace)
 	 */
 	size_t counts[2][3] = {}, records[2] = {};
 	int rounds[2] = {};
-	work::Deadline deadline(30);
+	work::Deadline deadline(10);
 	for (int round = 0; round < 2; round++) {
 		session::Options o;	/* cpu-clock, perf record -g's fields */
 		o.period = 1000000;	/* 1 ms */

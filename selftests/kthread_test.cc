@@ -116,7 +116,7 @@ void check_kthreads(bool deferred)
 					return true;
 		return false;
 	};
-	work::Deadline deadline(30);
+	work::Deadline deadline(10);
 	int rounds = 0;
 	s.enable();
 	do {

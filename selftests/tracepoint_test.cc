@@ -76,7 +76,7 @@ void sample_tracepoint(const char *tp, bool deferred)
 	 * of kReads sleeps until one switched; a round without a sample
 	 * leaves nothing for the checks below to count.
 	 */
-	work::Deadline deadline(30);
+	work::Deadline deadline(10);
 	int rounds = 0, ok = 0;
 	do {
 		s.enable();

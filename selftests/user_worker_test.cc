@@ -70,7 +70,7 @@ TEST(UserWorker, IoWorkerSamplesAreKernelOnly)
 					return true;
 		return false;
 	};
-	work::Deadline deadline(30);
+	work::Deadline deadline(10);
 	s.enable();
 	uint64_t until = work::now_ns() + 200000000ULL;
 	while (work::now_ns() < until ||

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -100,3 +101,35 @@ def test_summary_names_the_guest_speed(tmp_path):
     assert rep.speed == SPEED
     assert any(line.startswith(f"guest speed: {SPEED}")
                for line in report.summary(rep))
+
+
+def test_a_cancelled_slow_run_leaves_no_qemu_behind(tmp_path):
+    """SIGTERM to vm.py (a cancelled job) while the throttle holds QEMU
+    stopped for most of the time: vm.py exits and QEMU goes with it."""
+    qemu = tmp_path / "qemu"
+    qemu.write_text("#!/bin/sh\necho $$ >\"$FAKE_PID\"\nexec sleep 60\n")
+    qemu.chmod(0o755)
+    for f in ("bzImage", "initrd"):
+        (tmp_path / f).write_text("")
+    pidfile = tmp_path / "pid"
+    env = dict(os.environ, VMTEST_QEMU=str(qemu), FAKE_PID=str(pidfile),
+               VMTEST_SLOW="on")
+    p = subprocess.Popen(
+        [sys.executable, os.path.join(ROOT, "qemu", "vm.py"), "--kernel",
+         str(tmp_path / "bzImage"), "--initrd", str(tmp_path / "initrd"),
+         "--out", str(tmp_path / "run"), "--accel", "tcg"], env=env)
+    for _ in range(100):
+        if pidfile.exists() and pidfile.read_text().strip():
+            break
+        time.sleep(0.1)
+    pid = int(pidfile.read_text())
+    time.sleep(0.5)
+    p.terminate()
+    assert p.wait(20) == 143
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"QEMU {pid} still there after vm.py ended")

@@ -181,7 +181,7 @@ void check(const std::string &name, bool compat, bool deferred,
 	 * were sampled. A round takes about 1 s on the reference guest.
 	 */
 	StackCheck c;
-	work::Deadline deadline(30);
+	work::Deadline deadline(10);
 	int rounds = 0;
 	do {
 		bool skipped = false;
