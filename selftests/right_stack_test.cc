@@ -287,10 +287,11 @@ void expect_all_match(const session::Session &s, const Compared &c,
 	 * samples get no record (as upstream); any other entry must.
 	 */
 	EXPECT_LE(c.no_record_cookies.size(), 1u) << c.describe();
-	if (!c.no_record_cookies.empty())
+	if (!c.no_record_cookies.empty()) {
 		EXPECT_EQ(*c.no_record_cookies.begin(), c.last_cookie)
 			<< "a cookie without a record before the last entry: "
 			<< c.describe();
+	}
 }
 
 /* ---- A: uprobe ---------------------------------------------------------- */
