@@ -31,7 +31,7 @@
 #if defined(__x86_64__)
 #define REFERENCE_MS 96.0
 #elif defined(__aarch64__)
-#define REFERENCE_MS 0.0
+#define REFERENCE_MS 88.0
 #else
 #define REFERENCE_MS 0.0
 #endif
