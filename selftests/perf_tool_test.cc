@@ -260,13 +260,26 @@ void print_sample(const Sample &s)
 }
 
 /*
+ * The helper's run time: base seconds on the reference guest, times the
+ * guest's slowdown, so that a slower or busier host, whose cpu-clock
+ * samples fewer of the helper's system calls per second, still records
+ * about as many samples.
+ */
+std::string helper_seconds(double base)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "%.2f", base * work::slowdown());
+	return buf;
+}
+
+/*
  * perf record of helper args (by default 0.3 s of system calls: ~300
  * samples at 1 kHz, ~250 of them merged under TCG). perf script and perf
  * report only read a recording, so the tests that record the same helper
  * with the same args share one: it is made once, by the first of them.
  */
 std::string record(const char *helper, const char *tag, Result *rec,
-		   const std::vector<std::string> &args = {"0.3"})
+		   const std::vector<std::string> &args = {helper_seconds(0.3)})
 {
 	struct Recording {
 		std::vector<std::string> argv;
@@ -497,7 +510,7 @@ TEST(PerfTool, DeferredRecordsHoldUserAddressesOnly)
 		const char *helper, *tag;
 		std::vector<std::string> args;
 	} cases[] = {
-		{ kHelper, "nomerge", { "0.3" } },
+		{ kHelper, "nomerge", { helper_seconds(0.3) } },
 		/* 200 ms of CPU time in the hostile loop's reads */
 		{ kHostile, "hostile", { "kernel_ret", "200" } },
 	};
@@ -552,7 +565,8 @@ TEST(PerfTool, SamplesWithoutTheirRecordAreKeptAndCounted)
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 
 	Result rec, res;
-	std::string data = record(kHelper, "orphan", &rec, { "0.3", "orphan" });
+	std::string data = record(kHelper, "orphan", &rec,
+				  { helper_seconds(0.3), "orphan" });
 	if (::testing::Test::HasFailure())
 		return;
 	/* Every comm: perf may see a forked child's first samples before
@@ -784,7 +798,8 @@ std::string interop_record(const Interop &p, Result *rec)
 	}
 	std::string cmd = interop_perf(p.writer) + " record -N -e cpu-clock -F 1000 "
 			  "--call-graph fp,defer" + (p.compress ? " -z" : "") + " -o " +
-			  (p.pipe ? "- > " : "") + data + " -- " + kHelperPath + " 0.3";
+			  (p.pipe ? "- > " : "") + data + " -- " + kHelperPath + " " +
+			  helper_seconds(0.3);
 	*rec = run({"/bin/sh", "-c", cmd});
 	rec->err = cmd + "\n" + rec->err;
 	made[data] = *rec;
