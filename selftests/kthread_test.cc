@@ -108,13 +108,9 @@ void check_kthreads(bool deferred)
 	ASSERT_EQ(r, 0) << "per-CPU perf_event_open: " << strerror(-r);
 	/* Rounds of stir() until the idle tasks were sampled */
 	auto idle_sampled = [&] {
-		std::string e;
-		s.drain();
-		for (size_t b = 0; b < s.size(); b++)
-			for (const perf::Sample &sm : s.samples(b, &e))
-				if (sm.sid.tid == 0)
-					return true;
-		return false;
+		return s.sampled([](const perf::Sample &sm) {
+			return sm.sid.tid == 0;
+		});
 	};
 	work::Deadline deadline(10);
 	int rounds = 0;

@@ -62,13 +62,9 @@ TEST(UserWorker, IoWorkerSamplesAreKernelOnly)
 	int completions = 0, errors = 0;
 	/* 200 ms of reads, then more until a worker was sampled */
 	auto worker_sampled = [&] {
-		std::string e;
-		s.drain();
-		for (size_t b = 0; b < s.size(); b++)
-			for (const perf::Sample &sm : s.samples(b, &e))
-				if (workers.count((pid_t)sm.sid.tid))
-					return true;
-		return false;
+		return s.sampled([&](const perf::Sample &sm) {
+			return workers.count((pid_t)sm.sid.tid) > 0;
+		});
 	};
 	work::Deadline deadline(10);
 	s.enable();

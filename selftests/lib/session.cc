@@ -137,6 +137,17 @@ bool Session::drain_if_fuller(double fraction)
 	return false;
 }
 
+bool Session::sampled(const std::function<bool(const perf::Sample &)> &pred)
+{
+	std::string err;
+	drain();
+	for (size_t b = 0; b < size(); b++)
+		for (const perf::Sample &s : samples(b, &err))
+			if (pred(s))
+				return true;
+	return false;
+}
+
 void Session::drain_while(const std::function<bool()> &running, int every_ms)
 {
 	/* Linux: nice is per thread, and who 0 is the calling thread. */

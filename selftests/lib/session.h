@@ -92,6 +92,11 @@ public:
 	 */
 	bool drain_if_fuller(double fraction = 0.25);
 	/*
+	 * drain(), then whether a sample drained so far, in any buffer,
+	 * matches pred: the end test of a test's rounds of sampling.
+	 */
+	bool sampled(const std::function<bool(const perf::Sample &)> &pred);
+	/*
 	 * Drain every every_ms while running() holds, then once more, from
 	 * the calling thread at a raised priority (nice -10 for the time,
 	 * where allowed): a reader that keeps up with per-CPU buffers while
