@@ -207,9 +207,10 @@ TEST(BpfStackmap, UserAndKernelStacksFromGetStackid)
 	int rounds = 0;
 	do {
 		ev.enable();
-		ASSERT_GT(work::work_recurse_reading(kDepth, fd,
-						     work::now_s() + 0.3), 0);
+		int reads = work::work_recurse_reading(kDepth, fd,
+						       work::now_s() + 0.3);
 		ev.disable();
+		ASSERT_GT(reads, 0);
 		rounds++;
 	} while (!has_both() && !deadline.passed());
 	close(fd);
@@ -233,6 +234,26 @@ TEST(BpfStackmap, UserAndKernelStacksFromGetStackid)
 			body = &f;
 	}
 	ASSERT_NE(body, nullptr) << "the test body is not in the symbol table";
+	/* What calls the test body: GoogleTest's exception wrapper. */
+	const syms::Symbol *caller = nullptr;
+	for (const syms::Symbol &f : symbols)
+		if (f.name.find("HandleExceptionsInMethodIfSupported") !=
+			    std::string::npos &&
+		    f.name.find("INS_4TestEvE") != std::string::npos)
+			caller = &f;
+	/*
+	 * A leaf in a function's first instructions, before its frame
+	 * record is made (x86-64: endbr64, push %rbp, mov %rsp,%rbp; arm64:
+	 * paciasp, stp x29, x30, mov x29, sp), walks on from the caller's
+	 * frame record: the frame after it is the caller's caller.
+	 */
+	const uint64_t kPrologue = 12;
+	auto in_prologue = [&](uint64_t ip) {
+		for (const syms::Symbol &f : symbols)
+			if (f.contains(ip))
+				return ip - f.start < kPrologue;
+		return false;
+	};
 	auto vdso = vdso_range();
 	auto ours = [&](uint64_t ip) {
 		return (ip >= lo && ip < hi) ||
@@ -271,7 +292,13 @@ TEST(BpfStackmap, UserAndKernelStacksFromGetStackid)
 		while (n && n < ips.size() && ours(ips[n]) &&
 		       !body->contains(ips[n]))
 			n++;
-		if (n == ips.size() || !body->contains(ips[n])) {
+		/* The body itself skipped: a leaf called from it, in its
+		 * prologue, then straight to the body's caller. */
+		bool body_skipped = ips.size() > 1 && in_prologue(ips[0]) &&
+				    caller && caller->contains(ips[1]);
+		if (body_skipped)
+			n = 1;
+		else if (n == ips.size() || !body->contains(ips[n])) {
 			foreign++;
 			ADD_FAILURE() << "user stack not reaching the test body "
 					 "through this program's text and the "
