@@ -203,8 +203,13 @@ int record_program(Session *s, work::Child *child,
 		usleep(kill_after_ms * 1000);
 		kill(child->pid(), SIGKILL);
 	}
-	/* Drain as it runs: a debug kernel is slow enough to fill a buffer. */
-	int st = child->wait(20, [s] { s->drain(); });
+	/*
+	 * Drain as it runs: a debug kernel is slow enough to fill a buffer.
+	 * 60 s on the reference guest: arm64's debug kernel takes minutes
+	 * of a slow host to fault in and tear down exit_exec_test's 64 MiB
+	 * (57 s were too few under SLOW=on, 2026-11-28).
+	 */
+	int st = child->wait(60, [s] { s->drain(); });
 	s->drain();
 	return st < 0 ? -ECHILD : st;
 }
