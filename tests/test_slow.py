@@ -45,12 +45,18 @@ open(os.environ["FAKE_OUT"], "w").write(str(n))
 """
 
 
-def boot(tmp_path, *extra, env=None):
+def fake_qemu(tmp_path, text):
+    """A fake QEMU script and the empty kernel and initrd vm.py checks."""
     qemu = tmp_path / "qemu"
-    qemu.write_text(FAKE_QEMU)
+    qemu.write_text(text)
     qemu.chmod(0o755)
     for f in ("bzImage", "initrd"):
         (tmp_path / f).write_text("")
+    return qemu
+
+
+def boot(tmp_path, *extra, env=None):
+    qemu = fake_qemu(tmp_path, FAKE_QEMU)
     out = tmp_path / "run"
     e = dict(os.environ, VMTEST_QEMU=str(qemu), FAKE_SECONDS="1.5",
              FAKE_OUT=str(tmp_path / "steps"), VMTEST_KVM_DEV="/nonexistent")
@@ -106,11 +112,8 @@ def test_summary_names_the_guest_speed(tmp_path):
 def test_a_cancelled_slow_run_leaves_no_qemu_behind(tmp_path):
     """SIGTERM to vm.py (a cancelled job) while the throttle holds QEMU
     stopped for most of the time: vm.py exits and QEMU goes with it."""
-    qemu = tmp_path / "qemu"
-    qemu.write_text("#!/bin/sh\necho $$ >\"$FAKE_PID\"\nexec sleep 60\n")
-    qemu.chmod(0o755)
-    for f in ("bzImage", "initrd"):
-        (tmp_path / f).write_text("")
+    qemu = fake_qemu(tmp_path,
+                     "#!/bin/sh\necho $$ >\"$FAKE_PID\"\nexec sleep 60\n")
     pidfile = tmp_path / "pid"
     env = dict(os.environ, VMTEST_QEMU=str(qemu), FAKE_PID=str(pidfile),
                VMTEST_SLOW="on")
