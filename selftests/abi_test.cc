@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <map>
@@ -417,6 +418,37 @@ TEST(Abi, MarkerAndCookieAreTheLastTwoEntries)
 	}
 }
 
+/*
+ * A sampler that is hit on the way out of the very ioctl that enables it
+ * (raw_syscalls:sys_exit) asks for that entry's record right away: the
+ * record is written on the same way out, so a receiver enabled after the
+ * sampler misses it and the announce is left without a record. Sessions
+ * enable the receivers first (Session::enable()), as a tool must.
+ */
+TEST(Abi, TheEntryThatEnablesTheSamplerHasItsRecord)
+{
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	long tp = work::tracepoint_id("raw_syscalls/sys_exit");
+	ASSERT_GE(tp, 0) << "no tracepoint raw_syscalls/sys_exit";
+	session::Options samp = session::tracepoint(tp);
+	samp.defer_output = false;
+	session::Session s;
+	ASSERT_EQ(s.open(samp, 0, -1), 0);
+	ASSERT_EQ(s.open(session::sideband(), 0, -1), 0);
+	s.enable();
+	for (int i = 0; i < 10; i++)
+		syscall(SYS_getppid);
+	perf::CookieMatcher m;
+	std::string err;
+	ASSERT_TRUE(s.stop(&m, &err)) << err;
+	perf::MatchResult r = m.match();
+	printf("# %s\n", r.describe().c_str());
+	/* The enabling ioctl, 10 getppid() and the disabling ioctl's entry */
+	EXPECT_GE(r.announced, 11u) << r.describe();
+	EXPECT_TRUE(r.unmatched.empty()) << r.describe();
+	EXPECT_TRUE(r.orphans.empty()) << r.describe();
+}
+
 TEST(Abi, NoRecordWithoutAPriorAnnounce)
 {
 	SKIP_UNLESS_DEFER_CALLCHAIN();
@@ -450,8 +482,9 @@ TEST(Abi, NoRecordWithoutAPriorAnnounce)
 	EXPECT_GT(r.records, 0u) << "no record in the defer_output dummy";
 	EXPECT_TRUE(r.orphans.empty()) << r.describe();
 	/*
-	 * The receiver is disabled after the sampler, so even the entry
-	 * that disables the sampler has its record (saved run: 0 of 99).
+	 * The receiver is enabled before the sampler and disabled after
+	 * it, so even the entries that enable and disable the sampler
+	 * have their records (saved run: 0 of 99).
 	 */
 	EXPECT_TRUE(r.unmatched.empty()) << r.describe();
 	EXPECT_TRUE(r.duplicates.empty() && r.with_kernel_ip.empty() &&

@@ -108,16 +108,32 @@ int Session::open_per_cpu(const Options &o)
 	return 0;
 }
 
+/*
+ * A receiver: wants the deferred records and asks for none of its own. A
+ * sampler hit on the way out of its own enable ioctl (or of any entry
+ * before the receivers are on) has its record written on that way out,
+ * so receivers go on first and off last.
+ */
+static bool receiver(const perf::Event &e)
+{
+	return perf_abi::attr_bit(&e.attr(), perf_abi::kDeferOutputBit) &&
+	       !perf_abi::attr_bit(&e.attr(), perf_abi::kDeferCallchainBit);
+}
+
 void Session::enable()
 {
-	for (auto &e : events_)
-		e.enable();
+	for (int pass = 0; pass < 2; pass++)
+		for (auto &e : events_)
+			if (receiver(e) == (pass == 0))
+				e.enable();
 }
 
 void Session::disable()
 {
-	for (auto &e : events_)
-		e.disable();
+	for (int pass = 0; pass < 2; pass++)
+		for (auto &e : events_)
+			if (receiver(e) == (pass == 1))
+				e.disable();
 }
 
 void Session::drain()

@@ -79,6 +79,11 @@ public:
 	int open_in_group(Options o, pid_t pid, size_t leader);
 	/* One event per online CPU (pid = -1); returns 0 or the first error. */
 	int open_per_cpu(const Options &o);
+	/*
+	 * Every event on (off). Receivers (defer_output, no defer_callchain)
+	 * go on before and off after the samplers, so every entry a sampler
+	 * asks a record of has a receiver on when the record is written.
+	 */
 	void enable();
 	void disable();
 	/* Drain every buffer, keeping the records (records(i) below). */
