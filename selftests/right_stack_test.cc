@@ -758,6 +758,55 @@ TEST(RightStack, KprobeDeferredChainIsTheCallingStack)
 	EXPECT_EQ(c.deferred, c.hits) << c.describe();
 }
 
+/*
+ * A kprobe in the architecture's signal frame setup: its request comes
+ * from NMI context (a kernel int3 on x86, a BRK on arm64), after
+ * get_signal() returned and while the registers are being pointed at the
+ * handler, so it cannot save them itself. The in-place chain starts at
+ * the interrupted tgkill; so must the deferred one, which is walked once
+ * the frame is set up.
+ */
+#ifdef __aarch64__
+#define SETUP_RT_FRAME "setup_rt_frame"
+#else
+#define SETUP_RT_FRAME "x64_setup_rt_frame"
+#endif
+
+TEST(RightStack, SignalFrameKprobeDeferredChainIsTheInterruptedStack)
+{
+	EXTENSION("a first request from NMI context while a signal frame "
+		  "is set up gets the interrupted stack, not the handler's "
+		  "(doc/kernel.md: the right stack)");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	work::Kallsyms ks;
+	ks.load();
+	if (!ks.addr(SETUP_RT_FRAME))
+		SKIP_NOT_APPLICABLE("no " SETUP_RT_FRAME " in /proc/kallsyms "
+				    "(inlined)");
+	struct sigaction sa {}, old {};
+	sa.sa_handler = rs_on_signal;
+	sigemptyset(&sa.sa_mask);
+	ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+	session::Session s;
+	std::string what;
+	int r = open_kprobe_pair(&s, SETUP_RT_FRAME, &what);
+	if (r == -ENOENT)
+		SKIP_NOT_APPLICABLE("no kprobe PMU (CONFIG_KPROBE_EVENTS)");
+	ASSERT_EQ(r, 0) << what << ": " << strerror(-r);
+	constexpr int kSignals = 200;
+	static long pid, tid;
+	pid = getpid();
+	tid = work::gettid();
+	rs_signals = 0;
+	Compared c = run_pairs(&s, what.c_str(), kSignals,
+			       "SIGUSR1 to self from rs_signal_self",
+			       [](int) { rs_signal_self(pid, tid); });
+	sigaction(SIGUSR1, &old, nullptr);
+	EXPECT_EQ(rs_signals, kSignals);
+	/* Delivery runs in the exit loop, before the close: all deferred */
+	EXPECT_EQ(c.deferred, c.hits) << c.describe();
+}
+
 /* ---- G: an emulated vsyscall --------------------------------------------- */
 
 /*
