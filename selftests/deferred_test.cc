@@ -586,6 +586,61 @@ TEST_F(Deferred, PerCpuRecordFollowsMigrationBareReceivers)
 }
 
 /*
+ * A session with per-CPU events on part of the machine (perf record -C 0):
+ * a sample on CPU 0 announces a cookie, the task returns to user space on
+ * CPU 1, where the session has no event. No sample may lose its user
+ * stack silently (doc/kernel.md, Fallbacks): each one either carries its
+ * user chain in place or has its record in one of the session's buffers.
+ * Issue 37 item 2: fails on the series as of 2026-11-28 (the record goes
+ * to CPU 1's side-band list).
+ */
+TEST_F(Deferred, PerCpuOnPartOfTheMachineLosesNoUserStack)
+{
+	DEFERRED_SETUP();
+	std::vector<int> cpus = session::online_cpus();
+	if (cpus.size() < 2)
+		GTEST_SKIP() << "needs 2 CPUs, have " << cpus.size();
+	long id = work::tracepoint_id("syscalls/sys_enter_sched_setaffinity");
+	if (id < 0)
+		GTEST_SKIP() << "no syscalls:sys_enter_sched_setaffinity "
+				"tracepoint (CONFIG_FTRACE_SYSCALLS, tracefs)";
+	session::Options o = deferred_tracepoint(id);
+	o.track = true;
+	session::Session s;
+	int r = s.open(o, -1, cpus[0]);
+	if (r == -EACCES || r == -EPERM)
+		GTEST_SKIP() << "per-CPU events not allowed: " << strerror(-r);
+	ASSERT_EQ(r, 0) << "perf_event_open on CPU " << cpus[0] << ": "
+			<< strerror(-r);
+	cpu_set_t saved;
+	ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
+	ASSERT_EQ(work::pin(0, cpus[0]), 0);
+	/* From CPU 0 to CPU 1 (sampled), back from 1 to 0 (not sampled) */
+	constexpr int kMoves = 200;
+	Work w;
+	w.op = Work::kAffinity;
+	s.enable();
+	for (int i = 0; i < kMoves; i++) {
+		w.cpu = cpus[i % 2 == 0 ? 1 : 0];
+		ASSERT_EQ(deferred_recurse(kDepth, &w), 1) << strerror(errno);
+		s.drain_if_fuller();
+	}
+	s.disable();
+	sched_setaffinity(0, sizeof(saved), &saved);
+	perf::CookieMatcher m;
+	std::string err;
+	ASSERT_TRUE(s.stop(&m, &err)) << err;
+	perf::MatchResult res = m.match();
+	printf("# events on CPU %d of %zu, %d sched_setaffinity calls: %s\n",
+	       cpus[0], cpus.size(), kMoves, res.describe().c_str());
+	EXPECT_GE(res.samples, (size_t)kMoves / 2) << res.describe();
+	EXPECT_TRUE(res.unmatched.empty())
+		<< "samples without a user stack in place or a record in the "
+		   "session: " << res.describe();
+	EXPECT_EQ(s.lost(), 0u);
+}
+
+/*
  * A request made at the entry of exit_group() is answered on the way
  * through do_exit(), while the user stack is still there: the sample's
  * cookie gets its record, with the exiting task's stack.
