@@ -100,7 +100,12 @@ int Session::open_in_group(Options o, pid_t pid, size_t leader)
 
 int Session::open_per_cpu(const Options &o)
 {
-	for (int c : online_cpus()) {
+	return open_on_cpus(o, online_cpus());
+}
+
+int Session::open_on_cpus(const Options &o, const std::vector<int> &cpus)
+{
+	for (int c : cpus) {
 		int r = open(o, -1, c);
 		if (r)
 			return r;

@@ -79,6 +79,8 @@ public:
 	int open_in_group(Options o, pid_t pid, size_t leader);
 	/* One event per online CPU (pid = -1); returns 0 or the first error. */
 	int open_per_cpu(const Options &o);
+	/* The same on some CPUs only, as perf record -C does. */
+	int open_on_cpus(const Options &o, const std::vector<int> &cpus);
 	/*
 	 * Every event on (off). Receivers (defer_output, no defer_callchain)
 	 * go on before and off after the samplers, so every entry a sampler
