@@ -683,6 +683,86 @@ TEST(PerfTool, ReportShowsMergedCallGraph)
 		printf("# %s\n", (*good)[i].c_str());
 }
 
+/*
+ * perf record -C 0 (issue 37): the helper moves itself to the next CPU in
+ * each round; each context switch it makes on CPU 0 is sampled there,
+ * most of them as sched_setaffinity() takes it away, to return to user
+ * space on CPU 1. Every sample must still show ks_inner, ks_middle,
+ * ks_outer, merged from a deferred record. perf record -C opens its
+ * side-band dummy:u on every CPU (perf 6.6 and later, to see the mmaps of
+ * tasks that run elsewhere too), so the records reach it on CPU 1; the
+ * kernel's second write on the sampling CPU is for tools whose events
+ * are all on the CPUs they watch (Deferred.PerCpuOnPartOfTheMachine*).
+ */
+TEST(PerfTool, RecordOnOneCpuKeepsEveryUserStack)
+{
+	SKIP_UNLESS_PERF();
+	SKIP_UNLESS_EXECUTABLE(kHelperPath, "helper program");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		GTEST_SKIP() << "needs 2 CPUs";
+
+	std::string data = tmpdir() + "/cpu0.data";
+	std::vector<std::string> argv = {kPerf, "record", "-N", "-C", "0",
+		"-e", "context-switches", "-c", "1", "--call-graph",
+		"fp,defer", "-o", data, "--", kHelper, helper_seconds(0.3),
+		"migrate"};
+	Result rec = run(argv);
+	ASSERT_EQ(rec.status, 0) << describe(argv, rec);
+
+	Result res;
+	std::vector<Sample> samples = script(data, true, &res);
+	size_t known = 0, with_user = 0, without = 0, in_exit = 0;
+	const Sample *bad = nullptr;
+	for (const Sample &s : samples) {
+		/* Its last switch, past exit_mm(): no user stack is left */
+		if (in_do_exit(s)) {
+			in_exit++;
+		} else if (ends_with_cookie(s) || user_frames(s) == 0) {
+			without++;
+			if (!bad)
+				bad = &s;
+		} else {
+			with_user++;
+			known += has_known_user_stack(s);
+		}
+	}
+	printf("# perf record -C 0, helper moving over %ld CPUs: %zu samples, "
+	       "%zu with a user stack (%zu with ks_inner, ks_middle, "
+	       "ks_outer), %zu without, %zu in do_exit\n",
+	       sysconf(_SC_NPROCESSORS_ONLN), samples.size(), with_user,
+	       known, without, in_exit);
+	if (bad)
+		print_sample(*bad);
+	EXPECT_EQ(without, 0u)
+		<< "samples on CPU 0 without their user stack" << res.err;
+	EXPECT_GE(known, 10u) << "too few switches away from CPU 0 sampled"
+			      << res.err;
+	/*
+	 * Merged, a stack unwound in place looks the same: count the
+	 * records in the raw dump, by the CPU whose buffer held them
+	 * ("<cpu> <time> <offset> [<size>]: PERF_RECORD_...").
+	 */
+	Result dump = run({kPerf, "script", "-D", "-i", data});
+	ASSERT_EQ(dump.status, 0) << dump.err;
+	std::map<int, int> records;
+	std::istringstream in(dump.out);
+	std::string line;
+	while (std::getline(in, line)) {
+		if (line.find(": PERF_RECORD_CALLCHAIN_DEFERRED") ==
+		    std::string::npos)
+			continue;
+		records[atoi(line.c_str())]++;
+	}
+	std::string where;
+	for (auto [cpu, n] : records)
+		where += " " + std::to_string(n) + " on CPU " +
+			 std::to_string(cpu);
+	printf("# deferred records in the recording:%s\n", where.c_str());
+	EXPECT_FALSE(records.empty())
+		<< "no deferred record: the user stacks were unwound in place";
+}
+
 TEST(PerfTool, FallsBackWithoutKernelSupport)
 {
 	std::string why;

@@ -27,6 +27,7 @@
  * cookie has that cookie's record after it in its buffer (a task that is
  * stopped or preempted after its entry's record was written).
  */
+#include <elf.h>
 #include <fcntl.h>
 #include <linux/hw_breakpoint.h>
 #include <stddef.h>
@@ -41,6 +42,8 @@
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/uio.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1467,6 +1470,338 @@ TEST(RightStack, JobControlStopSamplesComeBeforeTheirRecord)
 	EXTENSION(kAfterRecordWhy);
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	stop_repeatedly(false);
+}
+
+/*
+ * A tracer rewrites the registers at a stop: the tracee below is sampled
+ * at getppid()'s entry (its record is written before the syscall-exit
+ * stop), the tracer moves its instruction pointer from right after the
+ * system call to rs_setregs_resume and sends it SIGUSR1. The signal's
+ * delivery is sampled again in the same entry, deferred and in place:
+ * the record after that sample must hold the stack the task returns to,
+ * which starts at rs_setregs_resume, not the one walked before the stop.
+ */
+extern "C" const char rs_setregs_resume[];
+
+extern "C" __attribute__((noinline, noclone)) void rs_setregs_tracee(int fd)
+{
+	static char c;
+
+	raw_syscall3(SYS_read, fd, (long)&c, 1);
+	raw_syscall3(SYS_getppid, 0, 0, 0);
+	/* Where the tracer moves the ip to: exit_group(0), made here */
+#ifdef __x86_64__
+	__asm__ volatile(".globl rs_setregs_resume\n"
+			 "rs_setregs_resume:\n\t"
+			 "mov $231, %%eax\n\t"
+			 "xor %%edi, %%edi\n\t"
+			 "syscall"
+			 ::: "rax", "rdi", "rcx", "r11", "memory");
+#elif defined(__aarch64__)
+	__asm__ volatile(".globl rs_setregs_resume\n"
+			 "rs_setregs_resume:\n\t"
+			 "mov x8, #94\n\t"
+			 "mov x0, #0\n\t"
+			 "svc #0"
+			 ::: "x0", "x8", "memory");
+#endif
+	rs_not_a_leaf();
+}
+
+/* Move the ip of a tracee stopped by ptrace to ip. */
+bool set_ip(pid_t pid, uint64_t ip)
+{
+	struct user_regs_struct regs;
+	struct iovec iov = { &regs, sizeof(regs) };
+	if (ptrace(PTRACE_GETREGSET, pid, NT_PRSTATUS, &iov))
+		return false;
+#ifdef __x86_64__
+	regs.rip = ip;
+#elif defined(__aarch64__)
+	regs.pc = ip;
+#endif
+	return ptrace(PTRACE_SETREGSET, pid, NT_PRSTATUS, &iov) == 0;
+}
+
+TEST(RightStack, PtraceSetregsDeferredChainIsTheNewStack)
+{
+	EXTENSION("a tracer's register rewrite during a stop: later samples "
+		  "of the entry get the stack the task returns to");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	long enter = work::tracepoint_id("syscalls/sys_enter_getppid");
+	long deliver = work::tracepoint_id("signal/signal_deliver");
+	if (enter < 0 || deliver < 0)
+		GTEST_SKIP() << "no tracepoint syscalls/sys_enter_getppid or "
+				"signal/signal_deliver in tracefs";
+	int p[2];
+	ASSERT_EQ(pipe(p), 0);
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct sigaction sa {};
+		sa.sa_handler = rs_on_signal;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGUSR1, &sa, nullptr);
+		close(p[1]);
+		rs_setregs_tracee(p[0]);
+		_exit(1);
+	}
+	close(p[0]);
+	work::Deadline asleep(10);
+	while (task_state(pid) != 'S' && !asleep.passed())
+		usleep(100);
+	/* 0: signal_deliver deferred, 1: in place, 2: getppid's entry */
+	session::Session s;
+	session::Options o = session::tracepoint(deliver, 64);
+	int rr = ptrace(PTRACE_SEIZE, pid, 0,
+			PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD) ? -errno : 0;
+	if (!rr)
+		rr = s.open(o, pid, -1);
+	o.defer_callchain = o.defer_output = false;
+	if (!rr)
+		rr = s.open_in_group(o, pid, 0);
+	session::Options e = session::tracepoint(enter, 64);
+	e.defer_output = false;
+	if (!rr)
+		rr = s.open(e, pid, -1);
+	if (!rr && ptrace(PTRACE_INTERRUPT, pid, 0, 0))
+		rr = -errno;
+	if (rr) {
+		kill(pid, SIGKILL);
+		waitpid(pid, nullptr, __WALL);
+		FAIL() << "PTRACE_SEIZE, the events on the child or "
+			  "PTRACE_INTERRUPT: " << strerror(-rr);
+	}
+	s.enable();
+	ASSERT_EQ(write(p[1], "x", 1), 1);
+	close(p[1]);
+	bool moved = false, exited = false;
+	long nr = -1;
+	int st;
+	work::Deadline dl(60);
+	while (!dl.passed() && waitpid(pid, &st, __WALL) == pid) {
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			exited = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+			break;
+		}
+		int sig = 0;
+		if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
+			struct __ptrace_syscall_info info {};
+			if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof(info),
+				   &info) <= 0)
+				break;
+			if (info.op == PTRACE_SYSCALL_INFO_ENTRY)
+				nr = (long)info.entry.nr;
+			else if (info.op == PTRACE_SYSCALL_INFO_EXIT &&
+				 nr == SYS_getppid && !moved) {
+				moved = set_ip(pid, (uint64_t)rs_setregs_resume) &&
+					kill(pid, SIGUSR1) == 0;
+				if (!moved)
+					break;
+			}
+		} else if (WSTOPSIG(st) == SIGUSR1) {
+			sig = SIGUSR1; /* signal-delivery-stop: deliver it */
+		}
+		if (ptrace(PTRACE_SYSCALL, pid, 0, sig))
+			break;
+	}
+	if (!exited) {
+		kill(pid, SIGKILL);
+		waitpid(pid, nullptr, __WALL);
+	}
+	s.disable();
+	s.drain();
+	ASSERT_TRUE(moved) << "the tracee's ip could not be moved at the "
+			      "exit stop of getppid()";
+	ASSERT_TRUE(exited) << "the tracee did not exit 0 from "
+			       "rs_setregs_resume";
+
+	/* The deferred signal_deliver sample, and the first record after it */
+	std::string err;
+	uint64_t type = s.event(0).attr().sample_type;
+	bool id_all = s.event(0).attr().sample_id_all;
+	uint64_t cookie = 0;
+	size_t before = 0;
+	std::vector<uint64_t> after;
+	bool have_after = false;
+	for (const perf::Record &r : s.records(0)) {
+		if (r.header.type == PERF_RECORD_SAMPLE) {
+			perf::Sample sm;
+			ASSERT_TRUE(perf::parse_sample(r, type, &sm, &err)) << err;
+			perf::SplitChain c = perf::split_callchain(sm.callchain);
+			if (c.deferred)
+				cookie = c.cookie;
+		} else if (r.header.type == perf_abi::kRecordCallchainDeferred) {
+			perf::DeferredCallchain d;
+			ASSERT_TRUE(perf::parse_deferred(r, type, id_all, &d, &err))
+				<< err;
+			if (!cookie)
+				before++;
+			else if (d.cookie == cookie && !have_after) {
+				after = d.ips;
+				have_after = true;
+			}
+		}
+	}
+	std::vector<perf::Sample> in_place = s.samples(1, &err);
+	ASSERT_TRUE(err.empty()) << err;
+	ASSERT_EQ(in_place.size(), 1u) << "signal_deliver hits in place";
+	std::vector<uint64_t> ip =
+		perf::split_callchain(in_place[0].callchain).user;
+	printf("# %zu record(s) before the signal's sample (getppid's "
+	       "entry, walked before the stop), cookie 0x%llx\n# in place: "
+	       "%s\n# deferred after the sample: %s\n", before,
+	       (unsigned long long)cookie, chain_str(ip).c_str(),
+	       have_after ? chain_str(after).c_str() : "(none)");
+	ASSERT_NE(cookie, 0u) << "the signal's delivery was not deferred";
+	EXPECT_GE(before, 1u) << "no record of getppid's request before the "
+				 "stop: the entry had no walk to forget";
+	ASSERT_TRUE(have_after) << "no record after the signal's sample";
+	ASSERT_FALSE(ip.empty());
+	EXPECT_EQ(ip[0], (uint64_t)rs_setregs_resume)
+		<< "the in-place chain does not start where the tracer moved "
+		   "the ip";
+	EXPECT_TRUE(same_stack(after, ip))
+		<< "the deferred chain is not the stack the task returns to";
+}
+
+/*
+ * The tracee of the stops below: a read that blocks until the tracer is
+ * ready, system calls, then exit_group(), all made from this function.
+ */
+constexpr int kTraceeCalls = 40;
+
+extern "C" __attribute__((noinline)) void rs_tracee_syscalls(int fd)
+{
+	static char c;
+
+	raw_syscall3(SYS_read, fd, (long)&c, 1);
+	for (int i = 0; i < kTraceeCalls; i++)
+		raw_syscall3(SYS_getppid, 0, 0, 0);
+	raw_syscall3(SYS_exit_group, 0, 0, 0);
+	rs_not_a_leaf();
+}
+
+/*
+ * The ptrace stops outside get_signal(): PTRACE_SYSCALL's syscall-entry
+ * and syscall-exit stops and PTRACE_EVENT_EXIT's stop in do_exit() all go
+ * through ptrace_notify(), which runs the pending task_work first. So the
+ * callbacks of the entry run before the task stops (SPEC: before it stops
+ * for ptrace), and a tracer that reads the buffer at any of these stops
+ * finds the record of every sample taken before it: raw_syscalls:sys_enter
+ * samples each system call of the tracee after its entry stop, and each
+ * must have its record, starting in rs_tracee_syscalls, by its exit stop.
+ */
+TEST(RightStack, RecordComesBeforeSyscallAndExitStops)
+{
+	EXTENSION("the record is written before a syscall-exit or "
+		  "PTRACE_EVENT_EXIT stop (upstream's task_work does the same, "
+		  "unverified)");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	long tp = work::tracepoint_id("raw_syscalls/sys_enter");
+	if (tp < 0)
+		GTEST_SKIP() << "no tracepoint raw_syscalls/sys_enter in tracefs";
+	int p[2];
+	ASSERT_EQ(pipe(p), 0);
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		close(p[1]);
+		rs_tracee_syscalls(p[0]);
+		_exit(1);
+	}
+	close(p[0]);
+	/* Asleep in its read: no system call of it before that is sampled */
+	work::Deadline asleep(10);
+	while (task_state(pid) != 'S' && !asleep.passed())
+		usleep(100);
+	session::Session s;
+	int rr = ptrace(PTRACE_SEIZE, pid, 0,
+			PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD |
+				PTRACE_O_TRACEEXIT) ? -errno : 0;
+	if (!rr)
+		rr = s.open(session::tracepoint(tp, 256), pid, -1);
+	if (!rr && ptrace(PTRACE_INTERRUPT, pid, 0, 0))
+		rr = -errno;
+	if (rr) {
+		kill(pid, SIGKILL);
+		waitpid(pid, nullptr, __WALL);
+		FAIL() << "PTRACE_SEIZE, raw_syscalls:sys_enter on the child or "
+			  "PTRACE_INTERRUPT: " << strerror(-rr);
+	}
+	s.enable();
+	/* The restarted read returns at once */
+	ASSERT_EQ(write(p[1], "x", 1), 1);
+	close(p[1]);
+	const std::vector<syms::Symbol> &syms = self_symbols();
+	const syms::Symbol *fn = syms::find(syms, "rs_tracee_syscalls");
+	uint64_t type = s.event(0).attr().sample_type;
+	bool id_all = s.event(0).attr().sample_id_all;
+	int syscall_stops = 0, exit_stops = 0, judged = 0, held = 0;
+	size_t samples = 0, records = 0, wrong = 0;
+	std::string err;
+	work::Deadline dl(60);
+	int st;
+	while (fn && err.empty() && !dl.passed() &&
+	       waitpid(pid, &st, __WALL) == pid && WIFSTOPPED(st)) {
+		bool exit_stop = (st >> 8) == (SIGTRAP | (PTRACE_EVENT_EXIT << 8));
+		bool syscall_stop = WSTOPSIG(st) == (SIGTRAP | 0x80);
+		syscall_stops += syscall_stop;
+		exit_stops += exit_stop;
+		/* Everything the kernel wrote before the stop */
+		s.drain();
+		std::set<uint64_t> announced, recorded;
+		samples = records = wrong = 0;
+		for (const perf::Record &r : s.records(0)) {
+			if (r.header.type == PERF_RECORD_SAMPLE) {
+				perf::Sample sm;
+				if (!perf::parse_sample(r, type, &sm, &err))
+					break;
+				perf::SplitChain c =
+					perf::split_callchain(sm.callchain);
+				samples++;
+				if (c.deferred)
+					announced.insert(c.cookie);
+			} else if (r.header.type ==
+				   perf_abi::kRecordCallchainDeferred) {
+				perf::DeferredCallchain d;
+				if (!perf::parse_deferred(r, type, id_all, &d,
+							  &err))
+					break;
+				records++;
+				recorded.insert(d.cookie);
+				wrong += d.ips.empty() ||
+					 syms::lookup(syms, d.ips[0]) != fn;
+			}
+		}
+		if ((exit_stop || syscall_stop) && !announced.empty()) {
+			judged++;
+			for (uint64_t c : announced)
+				if (!recorded.count(c)) {
+					held++;
+					break;
+				}
+		}
+		if (exit_stop || ptrace(PTRACE_SYSCALL, pid, 0, 0))
+			break;
+	}
+	ptrace(PTRACE_CONT, pid, 0, 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, nullptr, __WALL);
+	printf("# %d syscall stops, %d PTRACE_EVENT_EXIT stops, %d with "
+	       "samples before them, %d of those with a record still "
+	       "held; %zu samples, %zu records (%zu not from "
+	       "rs_tracee_syscalls)\n", syscall_stops, exit_stops, judged,
+	       held, samples, records, wrong);
+	ASSERT_NE(fn, nullptr) << "no symbol rs_tracee_syscalls";
+	ASSERT_TRUE(err.empty()) << err;
+	EXPECT_EQ(exit_stops, 1) << dl.describe();
+	EXPECT_GE(syscall_stops, 2 * kTraceeCalls);
+	EXPECT_GE(samples, (size_t)kTraceeCalls);
+	EXPECT_EQ(held, 0) << "stops with a sample whose record the task "
+			      "had not written yet";
+	EXPECT_EQ(wrong, 0u) << "records that do not start in "
+				"rs_tracee_syscalls";
 }
 
 /* The sleeper: nanosleep from a known function, in a loop. */

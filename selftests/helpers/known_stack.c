@@ -15,6 +15,10 @@
  * this process exits, with the child still in that read: the samples of
  * the child announce a deferred user callchain whose record is never
  * written, which perf must still show (unmerged) and count.
+ *
+ * "known_stack SECONDS migrate" also moves itself to the next online CPU
+ * (0, 1, ... n-1, 0, ...) with a sched_setaffinity() made from ks_inner
+ * in each round: an entry sampled on one CPU returns on the next one.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -37,6 +41,9 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* CPUs to move over in "migrate" mode, 0 otherwise */
+static long ks_cpus;
+
 NOINLINE int ks_inner(int fd, double seconds)
 {
 	static char buf[64 << 10];
@@ -49,6 +56,16 @@ NOINLINE int ks_inner(int fd, double seconds)
 			return -1;
 		raw_syscall3(NR_getppid, 0, 0, 0);
 		calls++;
+		if (ks_cpus) {
+			unsigned long mask[1024 / (8 * sizeof(long))] = { 0 };
+			long cpu = calls % ks_cpus;
+
+			mask[cpu / (8 * sizeof(long))] |=
+				1ul << (cpu % (8 * sizeof(long)));
+			if (raw_syscall3(NR_sched_setaffinity, 0, sizeof(mask),
+					 (long)mask))
+				return -1;
+		}
 	}
 	/* Keep the compiler from turning the calls below into jumps. */
 	__asm__ volatile("" ::: "memory");
@@ -81,6 +98,11 @@ int main(int argc, char **argv)
 		perror("known_stack: /dev/zero");
 		return 1;
 	}
+	if (argc > 2 && !strcmp(argv[2], "migrate")) {
+		ks_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		if (ks_cpus < 1 || ks_cpus > 1024)
+			ks_cpus = 1;
+	}
 	if (argc > 2 && !strcmp(argv[2], "orphan") && fork() == 0) {
 		size_t len = 512ul << 20;
 		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -94,7 +116,7 @@ int main(int argc, char **argv)
 	ret = ks_outer(fd, seconds);
 	close(fd);
 	if (ret) {
-		fprintf(stderr, "known_stack: reading /dev/zero failed\n");
+		fprintf(stderr, "known_stack: a system call failed\n");
 		return 1;
 	}
 	return 0;

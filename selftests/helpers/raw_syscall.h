@@ -15,6 +15,7 @@
 #define NR_exit_group 231
 #define NR_clock_gettime 228
 #define NR_getppid 110
+#define NR_sched_setaffinity 203
 static inline __attribute__((always_inline)) long
 raw_syscall3(long nr, long a, long b, long c)
 {
@@ -31,6 +32,7 @@ raw_syscall3(long nr, long a, long b, long c)
 #define NR_exit_group 94
 #define NR_clock_gettime 113
 #define NR_getppid 173
+#define NR_sched_setaffinity 122
 static inline __attribute__((always_inline)) long
 raw_syscall3(long nr, long a, long b, long c)
 {
@@ -52,6 +54,7 @@ raw_syscall3(long nr, long a, long b, long c)
 /* clock_gettime64: clock_gettime (265) needs CONFIG_COMPAT_32BIT_TIME */
 #define NR_clock_gettime 403
 #define NR_getppid 64
+#define NR_sched_setaffinity 241
 static inline __attribute__((always_inline)) long
 raw_syscall3(long nr, long a, long b, long c)
 {
