@@ -12,6 +12,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <map>
 #include <set>
 #include <thread>
@@ -314,6 +316,162 @@ TEST(Cookie, UniqueAcrossConcurrentCpus)
 	printf("# %zu threads, %zu records, %zu cookies, %zu shared between "
 	       "threads\n", res.size(), total, owners.size(), shared);
 	EXPECT_EQ(shared, 0u) << "cookies collide across CPUs";
+}
+
+/*
+ * The cookies of entries on different CPUs at the same moment must differ
+ * even where each CPU's own count of entries is the same. The series
+ * numbers a CPU's entries with a per-CPU sequence and adds the CPU number
+ * (doc/kernel.md, "The per-task cache and the cookie"); CPUs that had
+ * different histories are far apart in their sequences, so a test that
+ * only samples them at once passes even when the CPU part is lost. Here
+ * each CPU's thread first makes entries until its sequence reached the
+ * furthest one (read from its cookies, in the series' layout: bits 16-63),
+ * then every thread makes the same number of entries at once: without
+ * the CPU part, every CPU's cookies would be the same ones.
+ */
+constexpr int kCatchUpBatch = 2000;
+constexpr int kTogether = 1000;
+
+/* getppid() n times; the cookies of their samples on s's event 0 */
+std::vector<uint64_t> entries(int n, long tp, size_t pages, std::string *err)
+{
+	session::Session s;
+	session::Options o = session::tracepoint(tp, pages);
+	int r = s.open(o, 0, -1);
+	if (r) {
+		*err = std::string("sys_enter_getppid: ") + strerror(-r);
+		return {};
+	}
+	s.enable();
+	for (int i = 0; i < n; i++) {
+		syscall(SYS_getppid);
+		s.drain_if_fuller();
+	}
+	s.disable();
+	s.drain();
+	std::vector<uint64_t> cookies;
+	for (const perf::Sample &sm : s.samples(0, err)) {
+		perf::SplitChain c = perf::split_callchain(sm.callchain);
+		if (c.deferred)
+			cookies.push_back(c.cookie);
+	}
+	return cookies;
+}
+
+uint64_t seq_of(uint64_t cookie)
+{
+	return cookie >> 16;
+}
+
+struct Together {
+	int cpu = -1, pinned = -1;
+	pid_t tid = 0;
+	bool series_layout = true;
+	uint64_t first_seq = 0, caught_up_seq = 0;
+	std::vector<uint64_t> cookies;
+	std::string err;
+};
+
+TEST(Cookie, UniqueAcrossCpusCountingTheSame)
+{
+	EXTENSION("sized by the series' cookie layout (doc/kernel.md); the "
+		  "verdict, no cookie shared by two tasks, is the ABI's");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	long tp = work::tracepoint_id("syscalls/sys_enter_getppid");
+	if (tp < 0)
+		GTEST_SKIP() << "no syscalls:sys_enter_getppid tracepoint "
+				"(CONFIG_FTRACE_SYSCALLS, tracefs)";
+	std::vector<int> cpus = session::online_cpus();
+	if (cpus.size() < 2)
+		GTEST_SKIP() << "needs 2 CPUs, have " << cpus.size();
+	std::vector<Together> res(cpus.size());
+	std::atomic<uint64_t> target{ 0 };
+	pthread_barrier_t measured, caught_up;
+	pthread_barrier_init(&measured, nullptr, cpus.size());
+	pthread_barrier_init(&caught_up, nullptr, cpus.size());
+	work::Deadline dl(60);
+	std::vector<std::thread> threads;
+	for (size_t i = 0; i < cpus.size(); i++) {
+		threads.emplace_back([&, i] {
+			Together &t = res[i];
+			t.cpu = cpus[i];
+			t.tid = work::gettid();
+			t.pinned = work::pin(0, t.cpu);
+			/*
+			 * The series' layout: a pinned thread's cookies keep
+			 * their low 16 bits (the CPU part), the sequence above
+			 * them grows. Another kernel's (upstream's keeps a
+			 * count in the low 32 bits) is not caught up with.
+			 */
+			std::vector<uint64_t> c = entries(8, tp, 16, &t.err);
+			t.series_layout = c.size() >= 2;
+			for (uint64_t k : c)
+				t.series_layout &= (k & 0xffff) == (c[0] & 0xffff);
+			t.first_seq = c.empty() ? 0 : seq_of(c.back());
+			uint64_t cur = target.load();
+			while (cur < t.first_seq &&
+			       !target.compare_exchange_weak(cur, t.first_seq))
+				;
+			pthread_barrier_wait(&measured);
+			/* Catch up with the furthest CPU */
+			t.caught_up_seq = t.first_seq;
+			while (t.series_layout && t.err.empty() &&
+			       t.caught_up_seq < target.load() && !dl.passed()) {
+				int n = (int)std::min<uint64_t>(
+					kCatchUpBatch,
+					target.load() - t.caught_up_seq);
+				c = entries(n, tp, 16, &t.err);
+				if (!c.empty())
+					t.caught_up_seq = seq_of(c.back());
+			}
+			pthread_barrier_wait(&caught_up);
+			if (t.err.empty())
+				t.cookies = entries(kTogether, tp, 256, &t.err);
+		});
+	}
+	for (auto &t : threads)
+		t.join();
+	pthread_barrier_destroy(&measured);
+	pthread_barrier_destroy(&caught_up);
+
+	std::map<uint64_t, std::set<pid_t>> owners;
+	uint64_t lo = 0, hi = UINT64_MAX;
+	bool series_layout = true;
+	for (Together &t : res) {
+		ASSERT_EQ(t.pinned, 0) << "pin to CPU " << t.cpu;
+		ASSERT_TRUE(t.err.empty()) << "CPU " << t.cpu << ": " << t.err;
+		ASSERT_GE(t.cookies.size(), (size_t)kTogether / 2)
+			<< "CPU " << t.cpu << ": too few samples";
+		series_layout &= t.series_layout;
+		for (uint64_t k : t.cookies)
+			owners[k].insert(t.tid);
+		uint64_t a = seq_of(*std::min_element(t.cookies.begin(),
+						      t.cookies.end()));
+		uint64_t b = seq_of(*std::max_element(t.cookies.begin(),
+						      t.cookies.end()));
+		lo = std::max(lo, a);
+		hi = std::min(hi, b);
+		printf("# cpu %d tid %d: sequence at %llu, caught up to %llu "
+		       "(target %llu), then %zu cookies, sequence %llu-%llu\n",
+		       t.cpu, t.tid, (unsigned long long)t.first_seq,
+		       (unsigned long long)t.caught_up_seq,
+		       (unsigned long long)target.load(), t.cookies.size(),
+		       (unsigned long long)a, (unsigned long long)b);
+	}
+	size_t shared = 0;
+	for (auto &[k, tids] : owners)
+		shared += tids.size() > 1;
+	printf("# %zu CPUs, %zu distinct cookies, %zu shared by two tasks; "
+	       "the sequences overlap on every CPU over %lld entries (%s)\n",
+	       cpus.size(), owners.size(), shared,
+	       hi >= lo ? (long long)(hi - lo + 1) : 0LL,
+	       dl.describe().c_str());
+	EXPECT_EQ(shared, 0u) << "cookies shared by tasks on different CPUs";
+	if (series_layout)
+		EXPECT_GE(hi, lo + kTogether / 4)
+			<< "the CPUs' sequences were not brought together: "
+			   "the test could not have seen a collision";
 }
 
 } // namespace

@@ -810,6 +810,56 @@ TEST(RightStack, SignalFrameKprobeDeferredChainIsTheInterruptedStack)
 	EXPECT_EQ(c.deferred, c.hits) << c.describe();
 }
 
+#ifdef __x86_64__
+/*
+ * x86's uretprobe trampoline returns through sys_uretprobe, which pops
+ * its save area (sp += 24) and, in uprobe_handle_trampoline(), points ip
+ * at the probed function's real return address. A kprobe there asks from
+ * NMI context (a kernel int3), before the ip is rewritten: the in-place
+ * chain starts in the trampoline, and so must the deferred one, walked
+ * once the syscall is done.
+ */
+TEST(RightStack, UretprobeSyscallKprobeDeferredChainIsTheTrampolineStack)
+{
+	EXTENSION("a first request from NMI context in sys_uretprobe gets "
+		  "the stack it interrupted (doc/kernel.md: the right stack)");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	if (access(kUprobePmu, F_OK))
+		GTEST_SKIP() << "no uprobe PMU (CONFIG_UPROBE_EVENTS)";
+	work::Kallsyms ks;
+	ks.load();
+	if (!ks.addr("__x64_sys_uretprobe"))
+		SKIP_NOT_APPLICABLE("no sys_uretprobe (Linux 6.11 and later)");
+	session::Session s;
+	std::string what;
+	int r = open_kprobe_pair(&s, "uprobe_handle_trampoline", &what);
+	if (r == -ENOENT)
+		SKIP_NOT_APPLICABLE("no kprobe PMU (CONFIG_KPROBE_EVENTS)");
+	ASSERT_EQ(r, 0) << what << ": " << strerror(-r);
+	/* The uretprobe on rs_probed: a counting event, no sample */
+	const syms::Symbol *fn = syms::find(self_symbols(), "rs_probed");
+	ASSERT_NE(fn, nullptr) << "rs_probed not in /proc/self/exe";
+	std::string path = work::self_path();
+	session::Options o;
+	o.type = atoi(work::read_file(std::string(kUprobePmu) + "/type")
+			      .c_str());
+	o.config = 1; /* retprobe */
+	o.period = 1ull << 62;
+	o.defer_callchain = o.defer_output = false;
+	perf_event_attr a = session::make_attr(o);
+	a.config1 = (uint64_t)(uintptr_t)path.c_str();
+	a.config2 = fn->file_offset;
+	r = s.open_attr(a, 0, -1, 1);
+	ASSERT_EQ(r, 0) << "uretprobe on " << path << "+" << fn->file_offset
+			<< ": " << strerror(-r);
+	Compared c = run_pairs(&s, what.c_str(), 200,
+			       "returns of rs_probed through the uretprobe "
+			       "trampoline",
+			       [](int i) { rs_probed(i); });
+	EXPECT_EQ(c.deferred, c.hits) << c.describe();
+}
+#endif
+
 /* ---- G: an emulated vsyscall --------------------------------------------- */
 
 /*
@@ -1489,16 +1539,21 @@ extern "C" __attribute__((noinline, noclone)) void rs_setregs_tracee(int fd)
 
 	raw_syscall3(SYS_read, fd, (long)&c, 1);
 	raw_syscall3(SYS_getppid, 0, 0, 0);
-	/* Where the tracer moves the ip to: exit_group(0), made here */
+	/*
+	 * Where the tracer moves the ip to, past the nops that getppid()
+	 * returns to: exit_group(0), made here
+	 */
 #ifdef __x86_64__
-	__asm__ volatile(".globl rs_setregs_resume\n"
+	__asm__ volatile("nop\n\tnop\n\tnop\n\tnop\n"
+			 ".globl rs_setregs_resume\n"
 			 "rs_setregs_resume:\n\t"
 			 "mov $231, %%eax\n\t"
 			 "xor %%edi, %%edi\n\t"
 			 "syscall"
 			 ::: "rax", "rdi", "rcx", "r11", "memory");
 #elif defined(__aarch64__)
-	__asm__ volatile(".globl rs_setregs_resume\n"
+	__asm__ volatile("nop\n\tnop\n"
+			 ".globl rs_setregs_resume\n"
 			 "rs_setregs_resume:\n\t"
 			 "mov x8, #94\n\t"
 			 "mov x0, #0\n\t"
