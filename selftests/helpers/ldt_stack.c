@@ -17,19 +17,30 @@
  * does not add the segment's base reads below 64 KiB and stops at once.
  * The walk must give [ip in ldt_c, ldt_ret_b, ldt_ret_a, ldt_ret_t].
  *
- * usage: ldt_stack OUT_FD N
- * Writes "ldt LEAF_START LEAF_END RET_B RET_A RET_T\n" (hex) to OUT_FD
- * before the calls.
+ * "ldt_stack OUT_FD N cs" runs them in a code segment too (LDT entry 1)
+ * whose base, 0xfffff000, wraps every offset past 4 GiB: ldt_run far
+ * calls ldt_far_entry at offset (its address + 0x1000), which calls
+ * ldt_a. The code is the same code, at the same linear addresses, but
+ * %eip and every return address on the stack are offsets 0x1000 above
+ * them: a walk must add the base modulo 4 GiB, as the CPU does, and find
+ * [ip in ldt_c, ldt_ret_b, ldt_ret_a, ldt_ret_f].
+ *
+ * usage: ldt_stack OUT_FD N [cs]
+ * Writes "ldt LEAF_START LEAF_END RET_B RET_A RET_T\n" (hex, linear
+ * addresses; RET_T is ldt_ret_f with cs) to OUT_FD before the calls.
  */
 #include <asm/ldt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #ifdef __i386__
 #define LDT_STACK_SIZE 0x10000
 #define LDT_SS 7 /* LDT entry 0 (TI = 1), RPL 3 */
+#define LDT_CS 0xf /* LDT entry 1 (TI = 1), RPL 3 */
+#define LDT_CS_BASE 0xfffff000u
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
@@ -40,8 +51,23 @@ struct {
 	unsigned short ss;
 } __attribute__((packed)) ldt_saved;
 
+/*
+ * Far pointers: ldt_far_entry in the wrapping code segment, and the way
+ * back, label 3 of ldt_run in the flat one. Far jumps, not a far call and
+ * return: QEMU 7.2's TCG pushes and pops their return address as
+ * supervisor accesses, which SMAP turns into an oops of the guest kernel
+ * ("supervisor write access in user mode").
+ */
+struct far_ptr {
+	unsigned int off;
+	unsigned short sel;
+} __attribute__((packed)) ldt_far, ldt_back;
+/* Non-zero: ldt_run far calls ldt_far_entry instead of calling ldt_a */
+unsigned int ldt_use_cs;
+
 extern void ldt_run(unsigned int n);
-extern char ldt_c[], ldt_c_end[], ldt_ret_b[], ldt_ret_a[], ldt_ret_t[];
+extern char ldt_c[], ldt_c_end[], ldt_ret_b[], ldt_ret_a[], ldt_ret_t[],
+	ldt_far_entry[], ldt_ret_f[], ldt_back_here[];
 
 __asm__(".text\n"
 	".globl ldt_run\n"
@@ -58,10 +84,16 @@ __asm__(".text\n"
 	"	mov %ax, %ss\n"
 	"	mov $" STR(LDT_STACK_SIZE) " - 16, %esp\n"
 	"	xor %ebp, %ebp\n"
+	"	cmpl $0, ldt_use_cs\n"
+	"	jne 2f\n"
 	"	call ldt_a\n"
 	".globl ldt_ret_t\n"
 	"ldt_ret_t:\n"
-	"	lss ldt_saved, %esp\n"
+	"	jmp 3f\n"
+	"2:	ljmp *ldt_far\n"
+	".globl ldt_back_here\n"
+	"ldt_back_here:\n"
+	"3:	lss ldt_saved, %esp\n"
 	"	pop %edi\n"
 	"	pop %esi\n"
 	"	pop %ebx\n"
@@ -94,7 +126,14 @@ __asm__(".text\n"
 	"	pop %ebp\n"
 	"	ret\n"
 	".globl ldt_c_end\n"
-	"ldt_c_end:\n");
+	"ldt_c_end:\n"
+	/* Entered in the wrapping code segment, left by a far jump */
+	".globl ldt_far_entry\n"
+	"ldt_far_entry:\n"
+	"	call ldt_a\n"
+	".globl ldt_ret_f\n"
+	"ldt_ret_f:\n"
+	"	ljmp *ldt_back\n");
 
 int main(int argc, char **argv)
 {
@@ -112,17 +151,35 @@ int main(int argc, char **argv)
 	char line[128];
 	int n, len;
 
-	if (argc != 3)
+	struct user_desc code = {
+		.entry_number = 1,
+		.base_addr = LDT_CS_BASE,
+		.limit = 0xfffff,	/* 4 GiB in pages: wraps past the base */
+		.seg_32bit = 1,
+		.contents = 2,		/* code, non-conforming */
+		.read_exec_only = 0,
+		.limit_in_pages = 1,
+		.seg_not_present = 0,
+		.useable = 1,
+	};
+
+	if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "cs")))
 		return 2;
-	if (syscall(SYS_modify_ldt, 1, &d, sizeof(d))) {
+	ldt_use_cs = argc == 4;
+	if (syscall(SYS_modify_ldt, 1, &d, sizeof(d)) ||
+	    (ldt_use_cs && syscall(SYS_modify_ldt, 1, &code, sizeof(code)))) {
 		perror("modify_ldt (CONFIG_MODIFY_LDT_SYSCALL)");
 		return 3;
 	}
+	ldt_far.off = (unsigned int)ldt_far_entry - LDT_CS_BASE;
+	ldt_far.sel = LDT_CS;
+	ldt_back.off = (unsigned int)ldt_back_here;
+	__asm__ volatile("mov %%cs, %0" : "=r"(ldt_back.sel));
 	n = atoi(argv[2]);
 	len = snprintf(line, sizeof(line), "ldt %x %x %x %x %x\n",
 		       (unsigned int)ldt_c, (unsigned int)ldt_c_end,
 		       (unsigned int)ldt_ret_b, (unsigned int)ldt_ret_a,
-		       (unsigned int)ldt_ret_t);
+		       (unsigned int)(ldt_use_cs ? ldt_ret_f : ldt_ret_t));
 	if (write(atoi(argv[1]), line, len) != len)
 		return 2;
 	ldt_run(n);
