@@ -10,15 +10,15 @@ tmp = pathlib.Path(tempfile.mkdtemp())
 def streams():
     for rtype in (84, 90, 100):
         p = str(tmp / f"type{rtype}.pipe"); t.be_pipe_with_record(p, rtype)
-        yield "fix 6", f"type {rtype}", p, ["script"]
+        yield "fix 7", f"type {rtype}", p, ["script"]
     for body in (12, 8188, 16380):
         p = str(tmp / f"unaligned{body}.pipe")
         t.be_pipe_with_record(p, pd.RECORD_SAMPLE, bytes(i % 251 + 1 for i in range(body)))
         for args in (["script"], ["report", "--stdio"]):
-            yield "fix 8", f"SAMPLE of {8 + body} bytes", p, args
+            yield "fix 9", f"SAMPLE of {8 + body} bytes", p, args
     for claimed, held in t.BAD_BE_ATTRS:
         p = str(tmp / f"attr{claimed}-{held}.pipe"); t.be_attr_pipe(p, claimed, held)
-        yield "fix 11", f"attr.size {claimed:#x} in {8 + held} bytes", p, ["script", "-D"]
+        yield "fix 12", f"attr.size {claimed:#x} in {8 + held} bytes", p, ["script", "-D"]
 counts = {}
 for fix, what, p, args in streams():
     r = t.asan_perf_stdin(p, *args)

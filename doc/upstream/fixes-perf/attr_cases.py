@@ -1,4 +1,4 @@
-"""The PERF_RECORD_HEADER_ATTR cases of fix 11 for any perf (argv[1]):
+"""The PERF_RECORD_HEADER_ATTR cases of fix 12 for any perf (argv[1]):
 exit code, and whether perf refused the record naming it."""
 import os, sys, subprocess, tempfile, pathlib, struct
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests"))

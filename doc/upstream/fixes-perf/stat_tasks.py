@@ -1,4 +1,4 @@
-"""Fix 10: perf report --stat and --tasks on the compressed pipe of
+"""Fix 11: perf report --stat and --tasks on the compressed pipe of
 test_report_stat_and_tasks_read_a_compressed_pipe, for any perf (argv[1])."""
 import os, sys, subprocess, tempfile, pathlib, re
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests"))
