@@ -685,7 +685,8 @@ TEST(RightStack, KernelBreakpointDeferredChainIsTheCallingStack)
  * first instruction boundary past the entry of func; *what names it. Returns 0, -ENOENT without a kprobe PMU, or
  * the error of the open.
  */
-int open_kprobe_pair(session::Session *s, const char *func, std::string *what)
+int open_kprobe_pair(session::Session *s, const char *func, std::string *what,
+		     pid_t pid = 0)
 {
 	std::string type = work::read_file(
 		"/sys/bus/event_source/devices/kprobe/type");
@@ -719,7 +720,7 @@ int open_kprobe_pair(session::Session *s, const char *func, std::string *what)
 	a.config2 = off - kStep;
 	*what = std::string("kprobe at ") + func + "+" +
 		std::to_string(a.config2);
-	return open_attr_pair(s, a);
+	return open_attr_pair(s, a, pid);
 }
 
 extern "C" __attribute__((noinline)) long rs_pgrp_a(void)
@@ -1371,9 +1372,14 @@ int stopped_entry_answered(session::Session &s, size_t i, std::string *err)
 			recorded.insert(d.cookie);
 		}
 	}
-	if (last && samples[last] == 1)
+	/*
+	 * Nothing to judge: no deferred sample yet (the first read blocked
+	 * before the events were on, and the stop's own sample is written
+	 * after the tracer was told), or the stop's own alone.
+	 */
+	if (!last || samples[last] == 1)
 		return -1;
-	return last && recorded.count(last);
+	return recorded.count(last);
 }
 
 /*
@@ -1718,6 +1724,169 @@ TEST(RightStack, PtraceSetregsDeferredChainIsTheNewStack)
 		   "the ip";
 	EXPECT_TRUE(same_stack(after, ip))
 		<< "the deferred chain is not the stack the task returns to";
+}
+
+/*
+ * The same tracer, sampled from NMI context: an execute breakpoint on
+ * ptrace_stop() (its #DB is an NMI on x86; a kprobe there is optimized
+ * into a jump, no int3) asks for each stop's user stack and cannot save
+ * where it starts. The request is answered when the task resumes, after
+ * the tracer moved the ip at getppid()'s exit stop: the record must hold
+ * the stack the sample saw (the in-place chain of the pair), not the one
+ * the tracer made.
+ */
+TEST(RightStack, PtraceStopBreakpointDeferredChainIsTheStoppedStack)
+{
+	EXTENSION("a request from NMI context at a ptrace stop gets the "
+		  "stack it interrupted, whatever the tracer writes");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	int p[2];
+	ASSERT_EQ(pipe(p), 0);
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		close(p[1]);
+		rs_setregs_tracee(p[0]);
+		_exit(1);
+	}
+	close(p[0]);
+	work::Deadline asleep(10);
+	while (task_state(pid) != 'S' && !asleep.passed())
+		usleep(100);
+	session::Session s;
+	std::string what;
+	int rr = ptrace(PTRACE_SEIZE, pid, 0,
+			PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD) ? -errno : 0;
+#ifdef __x86_64__
+	work::Kallsyms ks;
+	ks.load();
+	uint64_t addr = ks.addr("ptrace_stop");
+	if (!rr && !addr)
+		rr = -ENOENT;
+	if (!rr) {
+		session::Options o;
+		perf_event_attr a = session::make_attr(o);
+		a.type = PERF_TYPE_BREAKPOINT;
+		a.config = 0;
+		a.bp_type = HW_BREAKPOINT_X;
+		a.bp_addr = addr;
+		a.bp_len = sizeof(long);
+		what = "execute breakpoint on ptrace_stop";
+		rr = open_attr_pair(&s, a, pid);
+	}
+#else
+	/* arm64 refuses a per-task kernel breakpoint: a kprobe (a BRK) */
+	if (!rr)
+		rr = open_kprobe_pair(&s, "ptrace_stop", &what, pid);
+#endif
+	if (!rr && ptrace(PTRACE_INTERRUPT, pid, 0, 0))
+		rr = -errno;
+	if (rr) {
+		kill(pid, SIGKILL);
+		waitpid(pid, nullptr, __WALL);
+		if (rr == -ENOENT)
+			SKIP_NOT_APPLICABLE("no ptrace_stop in /proc/kallsyms "
+					    "or no kprobe PMU");
+		FAIL() << "PTRACE_SEIZE, " << what << " on the child or "
+		       << "PTRACE_INTERRUPT: " << strerror(-rr);
+	}
+	s.enable();
+	ASSERT_EQ(write(p[1], "x", 1), 1);
+	close(p[1]);
+	bool moved = false, exited = false;
+	long nr = -1;
+	int st;
+	work::Deadline dl(60);
+	while (!dl.passed() && waitpid(pid, &st, __WALL) == pid) {
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			exited = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+			break;
+		}
+		if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
+			struct __ptrace_syscall_info info {};
+			if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof(info),
+				   &info) <= 0)
+				break;
+			if (info.op == PTRACE_SYSCALL_INFO_ENTRY)
+				nr = (long)info.entry.nr;
+			else if (info.op == PTRACE_SYSCALL_INFO_EXIT &&
+				 nr == SYS_getppid && !moved) {
+				moved = set_ip(pid, (uint64_t)rs_setregs_resume);
+				if (!moved)
+					break;
+			}
+		}
+		if (ptrace(PTRACE_SYSCALL, pid, 0, 0))
+			break;
+	}
+	if (!exited) {
+		kill(pid, SIGKILL);
+		waitpid(pid, nullptr, __WALL);
+	}
+	s.disable();
+	s.drain();
+	ASSERT_TRUE(moved) << "the tracee's ip could not be moved at the "
+			      "exit stop of getppid()";
+	ASSERT_TRUE(exited) << "the tracee did not exit 0 from "
+			       "rs_setregs_resume";
+	/*
+	 * Each deferred sample against the first record of its cookie after
+	 * it (an entry's stops share a cookie: the records of its later
+	 * samples come again), and the in-place sample of the same hit.
+	 */
+	std::string err;
+	uint64_t type = s.event(0).attr().sample_type;
+	bool id_all = s.event(0).attr().sample_id_all;
+	std::vector<uint64_t> waiting; /* cookies of samples not answered */
+	std::vector<std::vector<uint64_t>> answers;
+	std::vector<size_t> answer_of; /* per deferred sample */
+	for (const perf::Record &r : s.records(0)) {
+		if (r.header.type == PERF_RECORD_SAMPLE) {
+			perf::Sample sm;
+			ASSERT_TRUE(perf::parse_sample(r, type, &sm, &err)) << err;
+			waiting.push_back(perf::split_callchain(sm.callchain)
+						  .cookie);
+			answer_of.push_back(SIZE_MAX);
+		} else if (r.header.type == perf_abi::kRecordCallchainDeferred) {
+			perf::DeferredCallchain d;
+			ASSERT_TRUE(perf::parse_deferred(r, type, id_all, &d, &err))
+				<< err;
+			answers.push_back(d.ips);
+			for (size_t i = 0; i < waiting.size(); i++)
+				if (waiting[i] == d.cookie &&
+				    answer_of[i] == SIZE_MAX)
+					answer_of[i] = answers.size() - 1;
+		}
+	}
+	std::vector<perf::Sample> in_place = s.samples(1, &err);
+	ASSERT_TRUE(err.empty()) << err;
+	ASSERT_EQ(in_place.size(), waiting.size()) << "unpaired samples";
+	size_t hits = waiting.size(), matches = 0, no_record = 0;
+	std::string mismatch;
+	for (size_t i = 0; i < hits; i++) {
+		std::vector<uint64_t> ip =
+			perf::split_callchain(in_place[i].callchain).user;
+		if (answer_of[i] == SIZE_MAX) {
+			no_record++;
+			continue;
+		}
+		const std::vector<uint64_t> &got = answers[answer_of[i]];
+		if (same_stack(got, ip))
+			matches++;
+		else if (mismatch.empty())
+			mismatch = "deferred " + chain_str(got) + " vs in place " +
+				   chain_str(ip);
+	}
+	printf("# %s, the %zu stops of a tracee whose ip the tracer moves at "
+	       "getppid()'s exit stop: %zu deferred chains equal the "
+	       "in-place one, %zu without a record%s%s\n", what.c_str(),
+	       hits, matches, no_record, mismatch.empty() ? "" : "; e.g. ",
+	       mismatch.c_str());
+	EXPECT_EQ(s.lost(), 0u);
+	EXPECT_GE(hits, 4u);
+	EXPECT_EQ(no_record, 0u);
+	EXPECT_EQ(matches, hits - no_record)
+		<< "deferred chains that are not the stopped stack: " << mismatch;
 }
 
 /*

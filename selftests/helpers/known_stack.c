@@ -18,7 +18,8 @@
  *
  * "known_stack SECONDS migrate" also moves itself to the next online CPU
  * (0, 1, ... n-1, 0, ...) with a sched_setaffinity() made from ks_inner
- * in each round: an entry sampled on one CPU returns on the next one.
+ * in each round: an entry sampled on one CPU returns on the next one. It
+ * prints "known_stack pid PID" first.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -102,6 +103,9 @@ int main(int argc, char **argv)
 		ks_cpus = sysconf(_SC_NPROCESSORS_ONLN);
 		if (ks_cpus < 1 || ks_cpus > 1024)
 			ks_cpus = 1;
+		/* For a recording of whole CPUs: which samples are its own */
+		printf("known_stack pid %d\n", getpid());
+		fflush(stdout);
 	}
 	if (argc > 2 && !strcmp(argv[2], "orphan") && fork() == 0) {
 		size_t len = 512ul << 20;
