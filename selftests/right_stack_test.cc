@@ -1584,6 +1584,53 @@ bool set_ip(pid_t pid, uint64_t ip)
 	return ptrace(PTRACE_SETREGSET, pid, NT_PRSTATUS, &iov) == 0;
 }
 
+/*
+ * Trace a tracee stopped by ptrace (PTRACE_SEIZE, PTRACE_O_TRACESYSGOOD)
+ * through its system calls until it exits: at getppid()'s exit stop, move
+ * its ip to rs_setregs_resume and, with signal, send it SIGUSR1, which its
+ * signal-delivery-stop delivers. moved: the ip was moved; exited: it
+ * exited 0. A tracee still there at the deadline is killed.
+ */
+struct Traced {
+	bool moved = false, exited = false;
+};
+
+Traced trace_moving_ip(pid_t pid, bool signal)
+{
+	Traced t;
+	long nr = -1;
+	int st, sig = 0;
+	work::Deadline dl(60);
+	while (!dl.passed() && ptrace(PTRACE_SYSCALL, pid, 0, sig) == 0 &&
+	       waitpid(pid, &st, __WALL) == pid) {
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			t.exited = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+			return t;
+		}
+		sig = 0;
+		if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
+			struct __ptrace_syscall_info info {};
+			if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof(info),
+				   &info) <= 0)
+				break;
+			if (info.op == PTRACE_SYSCALL_INFO_ENTRY)
+				nr = (long)info.entry.nr;
+			else if (info.op == PTRACE_SYSCALL_INFO_EXIT &&
+				 nr == SYS_getppid && !t.moved) {
+				t.moved = set_ip(pid, (uint64_t)rs_setregs_resume) &&
+					  (!signal || kill(pid, SIGUSR1) == 0);
+				if (!t.moved)
+					break;
+			}
+		} else if (signal && WSTOPSIG(st) == SIGUSR1) {
+			sig = SIGUSR1; /* signal-delivery-stop: deliver it */
+		}
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, nullptr, __WALL);
+	return t;
+}
+
 TEST(RightStack, PtraceSetregsDeferredChainIsTheNewStack)
 {
 	EXTENSION("a tracer's register rewrite during a stop: later samples "
@@ -1633,43 +1680,18 @@ TEST(RightStack, PtraceSetregsDeferredChainIsTheNewStack)
 		FAIL() << "PTRACE_SEIZE, the events on the child or "
 			  "PTRACE_INTERRUPT: " << strerror(-rr);
 	}
+	/* Stopped before the events go on */
+	int st;
+	if (waitpid(pid, &st, __WALL) != pid || !WIFSTOPPED(st)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, nullptr, __WALL);
+		FAIL() << "the tracee did not stop for PTRACE_INTERRUPT";
+	}
 	s.enable();
 	ASSERT_EQ(write(p[1], "x", 1), 1);
 	close(p[1]);
-	bool moved = false, exited = false;
-	long nr = -1;
-	int st;
-	work::Deadline dl(60);
-	while (!dl.passed() && waitpid(pid, &st, __WALL) == pid) {
-		if (WIFEXITED(st) || WIFSIGNALED(st)) {
-			exited = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-			break;
-		}
-		int sig = 0;
-		if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
-			struct __ptrace_syscall_info info {};
-			if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof(info),
-				   &info) <= 0)
-				break;
-			if (info.op == PTRACE_SYSCALL_INFO_ENTRY)
-				nr = (long)info.entry.nr;
-			else if (info.op == PTRACE_SYSCALL_INFO_EXIT &&
-				 nr == SYS_getppid && !moved) {
-				moved = set_ip(pid, (uint64_t)rs_setregs_resume) &&
-					kill(pid, SIGUSR1) == 0;
-				if (!moved)
-					break;
-			}
-		} else if (WSTOPSIG(st) == SIGUSR1) {
-			sig = SIGUSR1; /* signal-delivery-stop: deliver it */
-		}
-		if (ptrace(PTRACE_SYSCALL, pid, 0, sig))
-			break;
-	}
-	if (!exited) {
-		kill(pid, SIGKILL);
-		waitpid(pid, nullptr, __WALL);
-	}
+	Traced traced = trace_moving_ip(pid, true);
+	bool moved = traced.moved, exited = traced.exited;
 	s.disable();
 	s.drain();
 	ASSERT_TRUE(moved) << "the tracee's ip could not be moved at the "
@@ -1802,34 +1824,8 @@ TEST(RightStack, PtraceStopBreakpointDeferredChainIsTheStoppedStack)
 	s.enable();
 	ASSERT_EQ(write(p[1], "x", 1), 1);
 	close(p[1]);
-	bool moved = false, exited = false;
-	long nr = -1;
-	work::Deadline dl(60);
-	while (!dl.passed() && ptrace(PTRACE_SYSCALL, pid, 0, 0) == 0 &&
-	       waitpid(pid, &st, __WALL) == pid) {
-		if (WIFEXITED(st) || WIFSIGNALED(st)) {
-			exited = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-			break;
-		}
-		if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
-			struct __ptrace_syscall_info info {};
-			if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof(info),
-				   &info) <= 0)
-				break;
-			if (info.op == PTRACE_SYSCALL_INFO_ENTRY)
-				nr = (long)info.entry.nr;
-			else if (info.op == PTRACE_SYSCALL_INFO_EXIT &&
-				 nr == SYS_getppid && !moved) {
-				moved = set_ip(pid, (uint64_t)rs_setregs_resume);
-				if (!moved)
-					break;
-			}
-		}
-	}
-	if (!exited) {
-		kill(pid, SIGKILL);
-		waitpid(pid, nullptr, __WALL);
-	}
+	Traced traced = trace_moving_ip(pid, false);
+	bool moved = traced.moved, exited = traced.exited;
 	s.disable();
 	s.drain();
 	ASSERT_TRUE(moved) << "the tracee's ip could not be moved at the "
