@@ -800,9 +800,11 @@ TEST(DeferredFallback, BpfProgramUnwindsInPlace)
 	/*
 	 * [with the program, without][deferred, in-place user, none]. Each
 	 * samples in rounds of 0.3 s (about 300 samples at one per ms)
-	 * until it has 100.
+	 * until it has 100. user[] counts the samples taken in user mode
+	 * and user_deferred[] those of them that were deferred.
 	 */
 	size_t counts[2][3] = {}, records[2] = {};
+	size_t user[2] = {}, user_deferred[2] = {};
 	int rounds[2] = {};
 	work::Deadline deadline(10);
 	for (int round = 0; round < 2; round++) {
@@ -831,6 +833,11 @@ TEST(DeferredFallback, BpfProgramUnwindsInPlace)
 		for (const perf::Sample &sm : s.samples(0, &err)) {
 			perf::SplitChain c = perf::split_callchain(sm.callchain);
 			counts[round][c.deferred ? 0 : !c.user.empty() ? 1 : 2]++;
+			if ((sm.misc & PERF_RECORD_MISC_CPUMODE_MASK) ==
+			    PERF_RECORD_MISC_USER) {
+				user[round]++;
+				user_deferred[round] += c.deferred;
+			}
 		}
 		ASSERT_TRUE(err.empty()) << err;
 		records[round] = s.deferred(0, &err).size();
@@ -842,18 +849,29 @@ TEST(DeferredFallback, BpfProgramUnwindsInPlace)
 	size_t without = counts[1][0] + counts[1][1] + counts[1][2];
 	printf("# cpu-clock samples of a reading recursion with a BPF "
 	       "program: %zu (%zu deferred, %zu in place, %zu without a user "
-	       "chain; %zu records); without: %zu (%zu, %zu, %zu; %zu "
-	       "records); %d and %d round(s) of 0.3 s, %s\n", with,
-	       counts[0][0], counts[0][1], counts[0][2], records[0], without,
-	       counts[1][0], counts[1][1], counts[1][2], records[1],
-	       rounds[0], rounds[1], deadline.describe().c_str());
+	       "chain; %zu records; %zu in user mode); without: %zu (%zu, "
+	       "%zu, %zu; %zu records; %zu in user mode, %zu of them "
+	       "deferred); %d and %d round(s) of 0.3 s, %s\n", with,
+	       counts[0][0], counts[0][1], counts[0][2], records[0], user[0],
+	       without, counts[1][0], counts[1][1], counts[1][2], records[1],
+	       user[1], user_deferred[1], rounds[0], rounds[1],
+	       deadline.describe().c_str());
 	ASSERT_GE(with, 100u) << deadline.describe();
 	EXPECT_EQ(counts[0][1], with) << "every sample unwound in place";
 	EXPECT_EQ(records[0], 0u);
-	/* Without it, only the exit window's samples may fall back */
 	ASSERT_GE(without, 100u) << deadline.describe();
-	EXPECT_GE(counts[1][0] * 10, without * 9)
-		<< "the same event without the program must defer";
+	/*
+	 * Without it, a sample taken in user mode always defers; one taken in
+	 * the kernel falls back only in the exit window after the task work
+	 * ran, whose share of the samples grows with a slower kernel (the
+	 * arm64 debug guest: 32 of 284), so the kernel-mode ones are only
+	 * required to defer at all.
+	 */
+	EXPECT_EQ(user_deferred[1], user[1])
+		<< "a sample in user mode without the program must defer";
+	EXPECT_GE(counts[1][0] - user_deferred[1], 1u)
+		<< "samples in the kernel without the program must defer";
+	EXPECT_GT(records[1], 0u);
 }
 
 } // namespace

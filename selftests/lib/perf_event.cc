@@ -76,6 +76,7 @@ bool parse_sample(const Record &r, uint64_t t, Sample *s, std::string *err)
 		return false;
 	}
 	Cursor c(r, sizeof(perf_event_header), r.bytes.size());
+	s->misc = r.header.misc;
 	uint64_t v, addr;
 	uint32_t res;
 	bool ok = true;
