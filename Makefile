@@ -6,23 +6,32 @@ ROOT       := $(abspath .)
 BUILD      := $(ROOT)/build
 PYTHON     := /usr/bin/python3
 PYTEST     := $(PYTHON) -m pytest
+# The harness's Python is one package, ci (python3 -m ci.guest.arch ...).
+export PYTHONPATH := $(ROOT)$(if $(PYTHONPATH),:$(PYTHONPATH))
 # Which guest kernel: normal (base + feature), debug (+ KASAN, lockdep,
 # atomic-sleep checks), stress (debug + kmemleak, for make stress) or
-# kcsan (KCSAN + kmemleak, for make stress-kcsan).
+# kcsan (KCSAN + kmemleak, for make stress-kcsan) or nounwind (the series
+# without UNWIND_USER): the table in ci/build/configs.py.
 CONFIG     ?= normal
 # The guest architecture: x86_64 (default) or arm64 (cross-built with
 # Debian's aarch64 toolchain, QEMU's virt machine under TCG). Its details
-# are in qemu/$(ARCH).py; anything else is refused here (exit 2).
+# are in ci/guest/$(ARCH).py; anything else is refused here (exit 2).
 ARCH       ?= x86_64
-ARCH_NAME  := $(shell $(PYTHON) qemu/guest_arch.py '$(ARCH)' 2>&1)
-ifneq ($(.SHELLSTATUS),0)
-$(error $(ARCH_NAME))
+# What make derives from ARCH and CONFIG (the architecture's canonical name,
+# its selftests' CMake arguments, whether its guest gets python3 + perf.so,
+# its vCPUs, the configuration's guest timeout), asked in one call of the
+# configuration table, ci/build/configs.py, which refuses an unknown ARCH
+# or CONFIG (exit 2). Written to a file under build/ and included.
+CONFIG_MK  := $(BUILD)/make/$(subst /,_,$(ARCH))-$(subst /,_,$(CONFIG)).mk
+CONFIG_ERR := $(shell mkdir -p $(BUILD)/make && \
+		$(PYTHON) -m ci.build.configs make '$(ARCH)' '$(CONFIG)' \
+		>'$(CONFIG_MK).$$$$' 2>&1 && mv '$(CONFIG_MK).$$$$' '$(CONFIG_MK)' || \
+		{ cat '$(CONFIG_MK).$$$$'; rm -f '$(CONFIG_MK).$$$$'; })
+ifneq ($(CONFIG_ERR),)
+$(error $(CONFIG_ERR))
 endif
+include $(CONFIG_MK)
 export VMTEST_ARCH := $(ARCH_NAME)
-# Another architecture's cross build of the selftests (CMake), and whether
-# its guest gets python3 + perf.so (qemu/<arch>.py).
-ARCH_CMAKE := $(shell $(PYTHON) qemu/guest_arch.py $(ARCH_NAME) CMAKE_ARGS)
-ARCH_PY    := $(shell $(PYTHON) qemu/guest_arch.py $(ARCH_NAME) PACK_PYTHON)
 # x86_64's outputs keep their names; another architecture's carry it
 # (kobj-arm64-normal, selftests-arm64, ...), so both live side by side.
 ASFX       := $(if $(filter x86_64,$(ARCH_NAME)),,-$(ARCH_NAME))
@@ -41,35 +50,13 @@ endif
 # against different trees never share a file.
 OUT        := $(BUILD)/out/$(TREE_ID)
 KOBJ       := $(OUT)/kobj$(ASFX)-$(CONFIG)
-# The guest kernel's config fragments, named by role. series.config holds
-# the options the series adds: on a tree that does not define them they
-# are left out (ci/kconfig.py --series).
-ARCH_FRAG  := $(shell $(PYTHON) qemu/guest_arch.py $(ARCH_NAME) GUEST_CONFIG)
-FRAGMENTS  := qemu/config/guest.config $(ARCH_FRAG) \
-	      qemu/config/kunit-at-boot.config \
-	      $(shell $(PYTHON) qemu/guest_arch.py $(ARCH_NAME) SERIES_MODE) qemu/config/series.config
-# KCONFIG_OFF="A B": options turned off after every fragment (without
-# CONFIG_), e.g. a series KUnit suite that does not build on an arch yet;
-# a series suite left out so fails the run on a feature kernel.
-FRAGMENTS  += $(foreach o,$(KCONFIG_OFF),--off $(o))
-ifeq ($(CONFIG),debug)
-FRAGMENTS  += qemu/config/debug-checks.config
-VM_TIMEOUT ?= 1500
-else ifeq ($(CONFIG),stress)
-# make stress's kernel: the debug one plus kmemleak (qemu/config/stress.config).
-FRAGMENTS  += qemu/config/debug-checks.config qemu/config/stress.config
-else ifeq ($(CONFIG),kcsan)
-# make stress-kcsan's kernel: KCSAN (which excludes KASAN) + kmemleak.
-FRAGMENTS  += qemu/config/kcsan.config qemu/config/stress.config
-else ifeq ($(CONFIG),nounwind)
-# The series without the user unwinder: no series.config, UNWIND_USER off.
-FRAGMENTS  := qemu/config/guest.config $(ARCH_FRAG) \
-	      qemu/config/kunit-at-boot.config qemu/config/nounwind.config
-else ifneq ($(CONFIG),normal)
-$(error CONFIG=$(CONFIG): use CONFIG=normal, CONFIG=debug, CONFIG=stress, CONFIG=kcsan or CONFIG=nounwind)
-endif
-VM_TIMEOUT ?= 600
-SMP        ?= $(shell $(PYTHON) qemu/guest_arch.py $(ARCH_NAME) SMP)
+# ci/build/kconfig.py's arguments: the configuration's fragments come from
+# the table. KCONFIG_OFF="A B": options turned off after every fragment
+# (without CONFIG_), e.g. a series KUnit suite that does not build on an
+# arch yet; a series suite left out so fails the run on a feature kernel.
+KCONFIG_ARGS := --config $(CONFIG) $(foreach o,$(KCONFIG_OFF),--off $(o))
+VM_TIMEOUT ?= $(CONFIG_VM_TIMEOUT)
+SMP        ?= $(ARCH_SMP)
 FILTER     ?=
 ST_BUILD   := $(OUT)/selftests$(ASFX)
 ST_INSTALL := $(OUT)/selftests$(ASFX)-install
@@ -88,7 +75,7 @@ endif
 # read with the other: one build for every tree.
 PERF_UPSTREAM_OUT := $(BUILD)/out/perf-upstream/perf$(ASFX)
 # make vmtest-upstream: the suite on unpatched upstream Linux 7.2 (Debian
-# unstable's linux-source-7.2, unpacked here by ci/upstream-tree.sh) with
+# unstable's linux-source-7.2, unpacked here by ci/series/upstream-tree.sh) with
 # that tree's own perf, perf.so and perf shell tests.
 UPSTREAM_TREE ?= $(BUILD)/upstream-7.2
 RUN_DIR    := $(OUT)/vmtest$(ASFX)-$(CONFIG)$(if $(filter-out off no 0,$(SLOW)),-slow)
@@ -106,10 +93,10 @@ STRESS_ARGS ?=
 FUZZ_S ?= 600
 FUZZ_TEST_S ?= 10
 # ACCEL=kvm|tcg forces QEMU's accelerator; by default KVM is used only when
-# a short probe boot shows that it works (qemu/accel.py).
+# a short probe boot shows that it works (ci/guest/accel.py).
 export ACCEL
 # SLOW=on|N: run the guest as on a host N times slower (on: 3): QEMU gets
-# 1/N of the host's time (qemu/vm.py, doc/harness.md "Slow hosts").
+# 1/N of the host's time (ci/guest/vm.py, doc/harness.md "Slow hosts").
 SLOW       ?=
 export VMTEST_SLOW := $(SLOW)
 # EXPECT_FEATURE=yes|no|auto: whether a skipped feature test fails (auto:
@@ -127,24 +114,24 @@ help: ## list the targets
 		awk -F':.*## ' '{ printf "  %-14s %s\n", $$1, $$2 }'
 
 deps: ## install every Debian package the harness needs (idempotent)
-	@bash ci/deps.sh
+	@bash ci/build/deps.sh
 
 tree: deps ## make build/linux: Debian's 6.12 source as git, base + patches/
-	@bash ci/worktree.sh
+	@bash ci/series/tree.sh
 
 apply: deps ## apply patches/ (fixes, then feature) to KERNEL=DIR with git am (SERIES=fixes: the fixes alone; INIT=1: git-less tree)
-	@SERIES="$(SERIES)" bash ci/apply.sh "$(KERNEL)"
+	@SERIES="$(SERIES)" bash ci/series/apply.sh "$(KERNEL)"
 
 export: deps ## regenerate patches/fixes/ and patches/feature/ from build/linux's commits (+ cover letters)
-	@bash ci/export.sh "$(KSRC)" "$(BASE)"
+	@bash ci/series/export.sh "$(KSRC)" "$(BASE)"
 
 kernel: deps $(TREE_DEP) ## configure (every option verified) and build the guest kernel
-	@bash ci/build-kernel.sh "$(KSRC)" "$(KOBJ)" $(FRAGMENTS)
+	@bash ci/build/kernel.sh "$(KSRC)" "$(KOBJ)" $(KCONFIG_ARGS)
 
 # The binutils of three Debian suites, one per SFrame version, for the
-# SFrame helpers (ci/toolchains.sh: fetched once, cached in build/).
+# SFrame helpers (ci/build/toolchains.sh: fetched once, cached in build/).
 toolchains: deps ## fetch Debian bookworm's, trixie's and sid's binutils (SFrame v1, v2, v3) into build/toolchains
-	@bash ci/toolchains.sh $(BUILD)/toolchains$(ASFX)
+	@bash ci/build/toolchains.sh $(BUILD)/toolchains$(ASFX)
 
 selftests: deps toolchains ## build the C++ GoogleTest selftests (static), 32-bit and SFrame helpers
 	@cmake -S selftests -B $(ST_BUILD) -DCMAKE_BUILD_TYPE= $(ARCH_CMAKE) \
@@ -155,37 +142,37 @@ selftests: deps toolchains ## build the C++ GoogleTest selftests (static), 32-bi
 	@rm -rf $(ST_INSTALL) && cmake --install $(ST_BUILD) --prefix $(ST_INSTALL) >/dev/null
 
 perf: deps $(TREE_DEP) ## build tools/perf of the tree statically for the guest
-	@bash ci/build-perf.sh "$(PERF_SRC)" "$(PERF_OUT)"
+	@bash ci/build/perf.sh "$(PERF_SRC)" "$(PERF_OUT)"
 
 perf-asan: deps $(TREE_DEP) ## the same perf for the host with AddressSanitizer (test-perf's hostile streams)
-	@PERF_SANITIZE=address bash ci/build-perf.sh "$(PERF_SRC)" "$(PERF_OUT)-asan"
+	@PERF_SANITIZE=address bash ci/build/perf.sh "$(PERF_SRC)" "$(PERF_OUT)-asan"
 
 perf-upstream: deps ## build upstream perf (Linux 7.2's, Debian unstable's linux-source-7.2) for the interop tests
-	@bash ci/build-perf-upstream.sh "$(PERF_UPSTREAM_OUT)"
+	@bash ci/build/perf-upstream.sh "$(PERF_UPSTREAM_OUT)"
 
 perf-python: deps $(TREE_DEP) ## build perf's python binding (perf.so) of the tree for Debian's python3
-	@bash ci/build-perf-python.sh "$(PERF_SRC)" "$(PERF_OUT)-python"
+	@bash ci/build/perf-python.sh "$(PERF_SRC)" "$(PERF_OUT)-python"
 
-initramfs: selftests perf perf-upstream $(if $(ARCH_PY),perf-python) $(TREE_DEP) ## pack busybox, qemu/init, perf, upstream perf, python3 + perf.so and the selftests
+initramfs: selftests perf perf-upstream $(if $(ARCH_PY),perf-python) $(TREE_DEP) ## pack busybox, ci/guest/init, perf, upstream perf, python3 + perf.so and the selftests
 	@PERF_BIN="$(PERF_OUT)/perf" PERF_SHELL="$(PERF_SRC)/tools/perf/tests/shell" \
 		PERF_UPSTREAM_BIN="$(PERF_UPSTREAM_OUT)/perf" \
 		PERF_PYTHON="$(if $(ARCH_PY),$(PERF_OUT)-python/perf.so)" \
-		bash qemu/mkinitramfs.sh $(INITRD) $(ST_INSTALL) $(KSRC)
+		bash ci/guest/mkinitramfs.sh $(INITRD) $(ST_INSTALL) $(KSRC)
 
 vmtest: kernel initramfs ## boot the guest, run KUnit + selftests, print the verdict
-	@bash ci/vmtest.sh "$(KOBJ)" "$(INITRD)" "$(RUN_DIR)" "$(SMP)" "$(VM_TIMEOUT)" "$(FILTER)"
+	@bash ci/judge/vmtest.sh "$(KOBJ)" "$(INITRD)" "$(RUN_DIR)" "$(SMP)" "$(VM_TIMEOUT)" "$(FILTER)"
 
 upstream-tree: deps ## make build/upstream-7.2: Debian unstable's linux-source-7.2, unpatched, as git (UPSTREAM_TREE=DIR)
-	@bash ci/upstream-tree.sh "$(UPSTREAM_TREE)"
+	@bash ci/series/upstream-tree.sh "$(UPSTREAM_TREE)"
 
 vmtest-upstream: upstream-tree ## make vmtest on upstream Linux 7.2 with its own perf: the conformance count there (doc/upstream/conformance.md)
 	@$(MAKE) --no-print-directory vmtest KERNEL="$(UPSTREAM_TREE)" PERF_TREE="$(UPSTREAM_TREE)"
 
 verdict: ## judge a saved run again without booting: make verdict RUN=DIR
-	@bash ci/verdict.sh "$(RUN)"
+	@bash ci/judge/verdict.sh "$(RUN)"
 
 bench: kernel initramfs ## what deferral saves and costs, one guest run: table, CSV/JSON, plot (BENCH=quick|full)
-	@bash ci/bench.sh "$(KOBJ)" "$(INITRD)" "$(OUT)/bench$(ASFX)" "$(BENCH_SMP)" "$(BENCH)"
+	@bash ci/judge/bench.sh "$(KOBJ)" "$(INITRD)" "$(OUT)/bench$(ASFX)" "$(BENCH_SMP)" "$(BENCH)"
 
 stress: ## fuzz and lifecycle storms on the debug kernel + kmemleak, STRESS_S seconds: counts and verdict
 	@$(MAKE) --no-print-directory stress-run CONFIG=stress
@@ -194,56 +181,56 @@ stress-kcsan: ## make stress on a KCSAN kernel (data races) + kmemleak, in build
 	@$(MAKE) --no-print-directory stress-run CONFIG=kcsan
 
 stress-run: kernel initramfs
-	@STRESS_ARGS="$(STRESS_ARGS)" bash ci/stress.sh "$(KOBJ)" "$(INITRD)" "$(OUT)/stress$(ASFX)$(if $(filter kcsan,$(CONFIG)),-kcsan)" "$(SMP)" "$(STRESS_S)"
+	@STRESS_ARGS="$(STRESS_ARGS)" bash ci/judge/stress.sh "$(KOBJ)" "$(INITRD)" "$(OUT)/stress$(ASFX)$(if $(filter kcsan,$(CONFIG)),-kcsan)" "$(SMP)" "$(STRESS_S)"
 
 vmtest-debug: ## make vmtest on the debug kernel (KASAN, lockdep, atomic sleep)
 	@$(MAKE) --no-print-directory vmtest CONFIG=debug
 
 golden: deps tree ## refresh the evidence runs: make vmtest + vmtest-debug of build/linux, saved as tests/data/series/
-	@bash ci/save-golden.sh
+	@bash ci/judge/save-golden.sh
 
-# make mutate: MUTATE=a,b runs only those breakages of ci/mutate/ (no
+# make mutate: MUTATE=a,b runs only those breakages of ci/checks/mutate/ (no
 # doc/mutate.md then), MUTATE_FULL=1 the whole suite for each.
 mutate: deps tree ## break each guarded behaviour in a worktree: its named tests must fail; table in doc/mutate.md (~30 min)
-	@/usr/bin/python3 ci/mutate.py run $$(echo "$(MUTATE)" | tr , ' ')
+	@/usr/bin/python3 -m ci.checks.mutate run $$(echo "$(MUTATE)" | tr , ' ')
 
 # The host tests are told what make built for this tree (KERNEL=DIR
 # too); the perf cases are test-perf's alone, so make check runs them once.
 test: deps selftests $(TREE_DEP) ## the harness's own tests on the host (pytest, no VM; perf's in test-perf), a short fuzz
 	@VMTEST_LIB_UNITTEST="$(ST_BUILD)/lib_unittest" \
 		$(PYTEST) -q tests --ignore=tests/test_perf_tools.py
-	@FUZZ_OPTIONAL=1 bash ci/fuzz.sh $(FUZZ_TEST_S) "$(KSRC)"
+	@FUZZ_OPTIONAL=1 bash ci/checks/fuzz.sh $(FUZZ_TEST_S) "$(KSRC)"
 
 fuzz: deps $(TREE_DEP) ## fuzz the kernel's SFrame reader on the host, FUZZ_S seconds (libFuzzer, ASan, UBSan)
-	@bash ci/fuzz.sh $(FUZZ_S) "$(KSRC)"
+	@bash ci/checks/fuzz.sh $(FUZZ_S) "$(KSRC)"
 
 test-perf: perf perf-asan ## the tree's perf (and its ASan build) on crafted perf.data files (host, no VM)
 	@VMTEST_PERF="$(PERF_OUT)/perf" VMTEST_PERF_ASAN="$(PERF_OUT)-asan/perf" \
 		$(PYTEST) -q tests/test_perf_tools.py
 
 checkpatch: $(TREE_DEP) ## scripts/checkpatch.pl --strict over every patch
-	@bash ci/checkpatch.sh "$(KSRC)"
+	@bash ci/checks/checkpatch.sh "$(KSRC)"
 
 apply-fresh: $(TREE_DEP) ## prove patches/ applies to a fresh, unpatched base
-	@bash ci/apply-fresh.sh
+	@bash ci/checks/apply-fresh.sh
 
 bisect-build: $(TREE_DEP) ## build every commit of the series in turn (kernel, perf)
-	@bash ci/bisect-build.sh "$(KSRC)" $(FRAGMENTS)
+	@bash ci/checks/bisect-build.sh "$(KSRC)" $(KCONFIG_ARGS)
 
 check: ## everything CI runs: deps, tree, perf, harness tests, apply, checkpatch, vmtest x2, test-perf, short stress
-	@bash ci/check.sh
+	@bash ci/checks/check.sh
 
 kunit: deps $(TREE_DEP) ## run the series' KUnit suites alone through kunit.py
-	@bash kunit/run.sh "$(KSRC)"
+	@bash ci/checks/kunit/run.sh "$(KSRC)"
 
 kernel-doc: $(TREE_DEP) ## scripts/kernel-doc -none on the series' files: no new warnings
-	@bash ci/kernel-doc.sh "$(KSRC)"
+	@bash ci/checks/kernel-doc.sh "$(KSRC)"
 
 sparse: deps $(TREE_DEP) ## sparse (C=2) on the series' files: no warning the base lacks
-	@bash ci/sparse.sh "$(KSRC)" "$(KOBJ)" "$(OUT)/sparse" $(FRAGMENTS)
+	@bash ci/checks/sparse.sh "$(KSRC)" "$(KOBJ)" "$(OUT)/sparse" $(KCONFIG_ARGS)
 
 submit-check: deps $(TREE_DEP) ## every check before sending, one PASS/FAIL line each
-	@bash ci/submit-check.sh
+	@bash ci/checks/submit-check.sh
 
 # make send: V=N (else one more than the highest series-vN tag), SEND=1
 # to really send, TO= and CC= (comma separated) add recipients, CHANGES=
@@ -252,7 +239,7 @@ submit-check: deps $(TREE_DEP) ## every check before sending, one PASS/FAIL line
 send: deps $(TREE_DEP) ## the series under your git identity, vN, recipients, send-email --dry-run (SEND=1 sends)
 	@V="$(V)" SEND="$(SEND)" TO="$(TO)" \
 		CC="$(if $(filter command line,$(origin CC)),$(CC))" \
-		CHANGES="$(CHANGES)" RESULTS="$(OUT)" bash ci/send.sh "$(KSRC)" "$(BASE)"
+		CHANGES="$(CHANGES)" RESULTS="$(OUT)" bash ci/series/send.sh "$(KSRC)" "$(BASE)"
 
 clean: ## remove build outputs (keeps build/linux and its commits)
 	rm -rf $(BUILD)/out

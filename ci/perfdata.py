@@ -10,7 +10,9 @@ PERF_RECORD_CALLCHAIN_DEFERRED records) and what a hostile or newer one
 holds (records cut short, a larger perf_event_attr, feature bits this perf
 does not know) without a kernel that records them.
 """
+import os
 import struct
+import subprocess
 
 MAGIC = b"PERFILE2"
 FILE_HEADER_SIZE = 104
@@ -310,3 +312,77 @@ def deferred_recording(path, threads=1, entries=1, samples_per_entry=2,
             recs.append(exit_(pid, pid, t))
             t += 1
     write(path, recs, **kw)
+
+
+# Malformed and other-endian streams: the hostile inputs of the perf tools'
+# tests, which doc/upstream/fixes-perf/ feeds to any perf too.
+
+def other_malformed(tmp_path, kind):
+    """A file whose third record is malformed in a way perf checked
+    before the series: a SAMPLE whose callchain nr runs past its end
+    (perf cannot parse it), a record smaller than its header, a record
+    of an unknown type whose size is not a multiple of 8."""
+    recs = [comm(100, 100, "t0", 1),
+            deferred_sample(100, 100, 5, KERNEL_IPS, 0x1001)]
+    if kind == "sample-nr":
+        rec = sample(100, 100, 6, [CONTEXT_KERNEL] + KERNEL_IPS)
+        rec = rec[:40] + (1000).to_bytes(8, "little") + rec[48:]
+        msg = "Can't parse sample"
+    elif kind == "short-header":
+        rec = struct.pack("<IHH", RECORD_SAMPLE, 0, 4) + b"\0" * 4
+        msg = "[0x4]: failed to process type: 9"
+    else:
+        rec = _record(30, 0, b"\0" * 12)
+        msg = "[0x14]: failed to process type: 30"
+    path = str(tmp_path / f"{kind}.data")
+    write(path, recs + [rec])
+    return path, msg
+
+
+def be_attr_pipe(path, claimed, held):
+    """A big-endian pipe stream: one PERF_RECORD_HEADER_ATTR whose
+    perf_event_attr claims CLAIMED bytes (attr.size) but whose record
+    holds only HELD bytes of it, and no ids."""
+    a = struct.pack(">IIQQQQQ", PERF_TYPE_SOFTWARE, claimed,
+                    PERF_COUNT_SW_CPU_CLOCK, 4000, SAMPLE_TYPE, 0,
+                    0).ljust(held, b"\0")[:held]
+    with open(path, "wb") as f:
+        f.write(struct.pack(">QQ", 0x32454c4946524550, 16) +
+                struct.pack(">IHH", RECORD_HEADER_ATTR, 0, 8 + held) + a)
+
+
+# (attr.size claimed, bytes of the attr the record holds): a record cut
+# short, an attr.size past the record by little, by much, and by so much
+# that header.size - 8 - attr.size, as the int mem_bswap_64() takes, is
+# 1.9 GB; and a record that does not even hold attr.type and attr.size.
+BAD_BE_ATTRS = [(ATTR_SIZE_612, 64), (ATTR_SIZE_612, ATTR_SIZE_612 - 8),
+                (0xfff0, ATTR_SIZE_612), (0x90000000, ATTR_SIZE_612),
+                (ATTR_SIZE_612, 4)]
+
+
+def pipe_with_record(path, rtype, body=b"\0" * 8, endian=">"):
+    """A pipe stream of ENDIAN (">" big, "<" little): a whole attr, then
+    one record of type RTYPE with BODY."""
+    a = struct.pack(endian + "IIQQQQQ", PERF_TYPE_SOFTWARE, ATTR_SIZE_612,
+                    PERF_COUNT_SW_CPU_CLOCK, 4000, SAMPLE_TYPE, 0,
+                    0).ljust(ATTR_SIZE_612, b"\0")
+    with open(path, "wb") as f:
+        f.write(struct.pack(endian + "QQ", 0x32454c4946524550, 16) +
+                struct.pack(endian + "IHH", RECORD_HEADER_ATTR, 0, 8 + len(a)) + a +
+                struct.pack(endian + "IHH", rtype, 0, 8 + len(body)) + body)
+
+
+def be_pipe_with_record(path, rtype, body=b"\0" * 8):
+    """The same stream, big-endian (needs swapping on x86)."""
+    pipe_with_record(path, rtype, body)
+
+
+def run_stdin(perf, path, *args, timeout=120):
+    """PERF ARGS -i - with the stream at PATH on its stdin, no pager; an
+    ASan perf exits 98 on a report."""
+    with open(path, "rb") as f:
+        return subprocess.run([perf, *args, "-i", "-"], stdin=f,
+                              capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, "PERF_PAGER": "cat",
+                                   "HOME": "/nonexistent",
+                                   "ASAN_OPTIONS": "detect_leaks=0:exitcode=98"})

@@ -5,7 +5,7 @@
  *
  * Every run forks a workload, samples it with K cpu-clock events in one
  * of three modes, and prints one "bench-run key=value ..." line with the
- * raw counts; ci/bench/ turns those into medians, ratios, the model
+ * raw counts; ci/judge/bench/ turns those into medians, ratios, the model
  * floor, a table and a plot. Modes:
  *
  *	none		exclude_callchain_user: kernel chain only (the baseline)
@@ -720,7 +720,7 @@ void print_run(const Workload &w, int k, const std::string &mode, int rep,
 
 	/*
 	 * The kernel paths of the fallback samples, most frequent first:
-	 * ci/bench/ names them with the kernel's System.map.
+	 * ci/judge/bench/ names them with the kernel's System.map.
 	 */
 	std::vector<std::pair<uint64_t, std::vector<uint64_t>>> paths;
 	for (const auto &[path, n] : r.fallback_paths)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * How fast this guest runs, against the project's reference guest: qemu/init
+ * How fast this guest runs, against the project's reference guest: ci/guest/init
  * runs it once before the tests and scales every program's timeout
  * (selftests/settings) by the factor it prints, and passes the factor to
  * the tests as VMTEST_SLOWDOWN for their deadlines (lib/workload.h).

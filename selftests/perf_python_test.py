@@ -16,12 +16,12 @@
 # KTAP on stdout, one case per check, named PerfPython.<check>; exit 0
 # passed, 1 a check failed, 4 all skipped (a kernel without the feature:
 # the binding's perf falls back to user chains taken in place).
-# --gtest_filter=PATTERNS (qemu/init's FILTER=) keeps the cases matching
-# one of the ':'-separated shell patterns. PERF_PYTHON_DIR=DIR loads the
-# module from DIR first (a run outside the guest).
+# --gtest_filter=PATTERNS (ci/guest/init's FILTER=) keeps the cases matching
+# one of the ':'-separated shell patterns. Outside the guest, PYTHONPATH=DIR
+# finds a perf.so in DIR.
 #
 # Imports only os and sys (besides perf): the guest's python is Debian's
-# interpreter with the few stdlib files these need (qemu/mkinitramfs.sh).
+# interpreter with the few stdlib files these need (ci/guest/mkinitramfs.sh).
 import os
 import sys
 
@@ -134,9 +134,6 @@ def main():
         rep.exit()
 
     # 1: the module loads and knows the record.
-    extra = os.environ.get("PERF_PYTHON_DIR")
-    if extra:
-        sys.path.insert(0, extra)
     try:
         import perf
     except ImportError as e:

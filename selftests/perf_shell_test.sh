@@ -9,7 +9,7 @@
 # Exit codes as the other selftests: 0 passed, 1 a test failed, 4 all
 # skipped.
 #
-# --gtest_filter=PATTERNS (what qemu/init passes with FILTER=) keeps the
+# --gtest_filter=PATTERNS (what ci/guest/init passes with FILTER=) keeps the
 # cases whose name matches one of the ':'-separated PATTERNS, shell
 # patterns ('*' and '?'), as GoogleTest's positive patterns do.
 # $PERF and $PERF_SHELL_DIR override /bin/perf and /bin/tests/shell.

@@ -65,7 +65,7 @@ session::Options cycles()
 
 /*
  * On arm64 the PMU and its NMIs are expected: the harness's guest has
- * them (qemu/config/arm64.config, the boot line), and their absence
+ * them (ci/guest/config/arm64.config, the boot line), and their absence
  * fails. Elsewhere (x86 under TCG: no PMU) the test does not apply.
  */
 #ifdef __aarch64__

@@ -8,7 +8,7 @@
  * stack, with junk in %rbp; a syscalls:sys_enter_getppid event with
  * defer_callchain samples every call, and an in-place event in its group
  * sees the same hits. The .sframe helpers are built by real toolchains,
- * one per SFrame version they write (ci/toolchains.sh): Debian bookworm's
+ * one per SFrame version they write (ci/build/toolchains.sh): Debian bookworm's
  * binutils 2.40 (version 1), trixie's 2.44 (version 2) and sid's 2.47
  * (version 3, GNU as's default since 2.46). Checked, for each:
  *
@@ -293,7 +293,7 @@ void record(const std::string &helper, const std::vector<std::string> &args,
 		ASSERT_EQ(access(p_.c_str(), X_OK), 0)                     \
 			<< p_ << " was not built: Debian " suite "'s "     \
 			<< "binutils could not be fetched (make "          \
-			<< "selftests runs ci/toolchains.sh; see "         \
+			<< "selftests runs ci/build/toolchains.sh; see "         \
 			<< "build/toolchains/" suite ".log)";              \
 		ASSERT_SFRAME(helper, version);                            \
 		printf("# %s: built with %s\n", helper,                    \

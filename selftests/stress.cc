@@ -36,7 +36,7 @@
  *			defer_output, inherited by every thread and child,
  *			drained every 10 ms by the main thread (nice -10),
  *			kWatchPages per buffer: the cookie accounting, which
- *			holds only if no record is lost (ci/stress.py fails
+ *			holds only if no record is lost (ci/judge/stress.py fails
  *			a run with lost records: PERF_RECORD_LOST does not
  *			say whether a deferred record was among them)
  *
@@ -50,7 +50,7 @@
  * runs on a kernel without the deferred ABI too (the unpatched base);
  * stress-start then says mode=repro-only.
  *
- * Output (ci/stress.py parses it):
+ * Output (ci/judge/stress.py parses it):
  *	stress-start kernel=R cpus=N seconds=S defer_callchain=yes|no
  *		compat=yes|no
  *	stress-op kind=K ok=N failed=M            one per kind
@@ -138,7 +138,7 @@ thread_local std::string t_child_detail;
 /*
  * The -m32 helpers (compat tasks) exist on x86-64 only: elsewhere the
  * exec chain stays native and the hostile stacks 64-bit. stress-start says
- * which (compat=), so that ci/stress.py requires the right kind.
+ * which (compat=), so that ci/judge/stress.py requires the right kind.
  */
 #ifdef __x86_64__
 constexpr bool kCompat = true;
@@ -152,7 +152,7 @@ const char *g_kind_names[] = { "fork-exit", kExecKind,
 			       "ptrace" };
 
 /*
- * The kinds ci/stress.py requires at least one success of (REQUIRED
+ * The kinds ci/judge/stress.py requires at least one success of (REQUIRED
  * there; tests/test_stress.py checks the two lists agree). A run goes on
  * past --seconds until each has one, under a deadline: on a slow host a
  * lifecycle round or an io_uring step takes longer, and the judge must
@@ -1299,7 +1299,7 @@ int main(int argc, char **argv)
 	/*
 	 * Past --seconds, on while a required kind has no success yet, for
 	 * up to min(seconds, 120) times the slowdown more (within the host's
-	 * margin of 600 s, ci/stress.sh): the judge still fails a kind that
+	 * margin of 600 s, ci/judge/stress.sh): the judge still fails a kind that
 	 * never succeeds, but not one a slow host had no time to reach.
 	 */
 	std::optional<work::Deadline> extra;

@@ -1,6 +1,8 @@
 import os
-import sys
 
+# What the tests run (python3 -m ci..., the shell scripts) finds the
+# harness's package from the checkout's root, as under make, which exports
+# the same (pytest.ini's pythonpath serves the tests' own imports).
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "ci"))
-sys.path.insert(0, os.path.join(ROOT, "qemu"))
+os.environ["PYTHONPATH"] = ROOT + (":" + os.environ["PYTHONPATH"]
+                                   if os.environ.get("PYTHONPATH") else "")

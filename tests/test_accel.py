@@ -1,4 +1,4 @@
-"""The KVM probe (qemu/accel.py) against fake QEMUs: KVM is used only
+"""The KVM probe (ci/guest/accel.py) against fake QEMUs: KVM is used only
 when it boots; an abort or a hang falls back to TCG with the reason."""
 import os
 import sys
@@ -6,9 +6,7 @@ import time
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))), "qemu"))
-import accel  # noqa: E402
+from ci.guest import accel
 
 FAKES = {
     # What a broken nested KVM does with -cpu host (seen on CI machines).

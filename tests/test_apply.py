@@ -5,7 +5,7 @@ import subprocess
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-APPLY = os.path.join(ROOT, "ci", "apply.sh")
+APPLY = os.path.join(ROOT, "ci", "series", "apply.sh")
 # Not what a `make test FORCE=1 ...` run passes down: the tests set those.
 ENV = dict({k: v for k, v in os.environ.items() if k not in
             ("FORCE", "INIT", "SERIES", "MAKEFLAGS", "MFLAGS",

@@ -22,7 +22,7 @@ import pytest
 from test_apply import ENV, git
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-APPLY = os.path.join(ROOT, "ci", "apply.sh")
+APPLY = os.path.join(ROOT, "ci", "series", "apply.sh")
 PATCHES = os.path.join(ROOT, "patches")
 TARBALL = os.environ.get("LINUX_SOURCE_TARBALL",
                          "/usr/src/linux-source-6.12.tar.xz")

@@ -1,5 +1,5 @@
-"""The guest architecture: ARCH= of make picks qemu/<arch>.py and nothing
-else does (qemu/guest_arch.py); an unknown one is refused with exit 2 and
+"""The guest architecture: ARCH= of make picks ci/guest/<arch>.py and nothing
+else does (ci/guest/arch.py); an unknown one is refused with exit 2 and
 a message. Nothing is built or booted: make -n, vm.py's command, the
 accelerator choice, kconfig.py against a fake make, the verdict of a
 saved run."""
@@ -12,13 +12,11 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "qemu"))
-sys.path.insert(0, os.path.join(ROOT, "ci"))
-import accel  # noqa: E402
-import guest_arch  # noqa: E402
-import kconfig  # noqa: E402
-import vm  # noqa: E402
-from vmtest import report  # noqa: E402
+from ci.guest import accel
+from ci.guest import arch as guest_arch
+from ci.build import configs, kconfig
+from ci.guest import vm
+from ci.judge.vmtest import report
 
 
 def make_n(*args):
@@ -29,7 +27,7 @@ def make_n(*args):
 
 
 def test_arch_arm64_picks_qemu_arm64_py():
-    assert guest_arch.load("arm64").__file__.endswith("qemu/arm64.py")
+    assert guest_arch.load("arm64").__file__.endswith("ci/guest/arm64.py")
     assert guest_arch.load("aarch64").NAME == "arm64"
     assert guest_arch.load("").NAME == "x86_64"
     assert guest_arch.load("x86").NAME == "x86_64"
@@ -38,14 +36,38 @@ def test_arch_arm64_picks_qemu_arm64_py():
 def test_make_arch_arm64_builds_its_own_kernel():
     p = make_n("ARCH=arm64")
     assert p.returncode == 0, p.stderr
-    line = next(l for l in p.stdout.splitlines() if "build-kernel.sh" in l)
-    assert "/kobj-arm64-normal" in line, line
-    assert "qemu/config/arm64.config" in line, line
-    assert "x86_64.config" not in line, line
+    line = next(l for l in p.stdout.splitlines() if "kernel.sh" in l)
+    assert "/kobj-arm64-normal" in line and "--config normal" in line, line
+    # The table gives each architecture its own fragment.
+    frags = configs.fragments("normal", "arm64")
+    assert "ci/guest/config/arm64.config" in frags, frags
+    assert not any("x86_64.config" in f for f in frags), frags
     # x86_64 keeps its names and its own fragment.
     p = make_n()
-    line = next(l for l in p.stdout.splitlines() if "build-kernel.sh" in l)
-    assert "/kobj-normal" in line and "qemu/config/x86_64.config" in line
+    line = next(l for l in p.stdout.splitlines() if "kernel.sh" in l)
+    assert "/kobj-normal" in line, line
+    assert "ci/guest/config/x86_64.config" in configs.fragments("normal",
+                                                                "x86_64")
+
+
+def test_every_architecture_module_has_the_declared_shape():
+    """A third architecture is one file of ci/guest/arch.py's SHAPE."""
+    for name in guest_arch.KNOWN:
+        assert guest_arch.shape_problems(guest_arch.load(name)) == [], name
+
+
+def test_the_shape_check_names_what_is_missing_or_extra():
+    class Mod:
+        pass
+    mod = Mod()
+    for k, v in vars(guest_arch.load("x86_64")).items():
+        setattr(mod, k, v)
+    del mod.SMP
+    mod.QEMU = ["qemu-system-x86_64"]
+    mod.EXTRA = 1
+    assert guest_arch.shape_problems(mod) == [
+        "no SMP", "QEMU is a list, not a str",
+        "EXTRA is not in ci/guest/arch.py's SHAPE"]
 
 
 def test_make_refuses_an_unknown_arch_with_exit_2_and_a_message():
@@ -53,12 +75,11 @@ def test_make_refuses_an_unknown_arch_with_exit_2_and_a_message():
     assert p.returncode == 2
     assert "ARCH=sparc64: unknown guest architecture; use ARCH=x86_64 or " \
         "ARCH=arm64" in p.stderr, p.stderr
-    assert "build-kernel.sh" not in p.stdout
+    assert "kernel.sh" not in p.stdout
 
 
 def test_guest_arch_cli_refuses_unknown_arch_with_exit_2():
-    p = subprocess.run([sys.executable, os.path.join(ROOT, "qemu",
-                                                     "guest_arch.py"),
+    p = subprocess.run([sys.executable, "-m", "ci.guest.arch",
                         "mips", "QEMU"], capture_output=True, text=True)
     assert p.returncode == 2 and "ARCH=mips: unknown" in p.stderr
 
@@ -98,7 +119,7 @@ def test_arm64_results_channel_is_the_virtio_console_init_writes(tmp_path):
     # The console alone on the PL011 (the first -serial).
     assert cmd[cmd.index("-serial") + 1] == "chardev:console"
     assert cmd.count("-serial") == 1
-    init = open(os.path.join(ROOT, "qemu", "init")).read()
+    init = open(os.path.join(ROOT, "ci", "guest", "init")).read()
     assert 'results=$(param results)' in init
 
 

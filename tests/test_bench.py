@@ -1,4 +1,4 @@
-"""make bench's host side (ci/bench/) on saved real runs: the parser,
+"""make bench's host side (ci/judge/bench/) on saved real runs: the parser,
 the medians and the table, without booting anything. tests/data/bench/
 holds a quick run on the series kernel (x86-64 and arm64), one on the
 series before its SFrame unwinder and one on the unpatched base (README
@@ -9,8 +9,8 @@ import shutil
 
 import pytest
 
-import bench
-from vmtest import kvline, rundir
+from ci.judge import bench
+from ci.judge.vmtest import rundir, tagged_lines
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
                     "bench")
@@ -191,7 +191,7 @@ def test_deferral_over_its_limit_fails(tmp_path, capsys):
         out = []
         for line in text.splitlines():
             if line.startswith("bench-run") and "mode=deferred" in line:
-                f = kvline.fields(line)
+                f = tagged_lines.fields(line)
                 line = line.replace(f"records={f['records']} ",
                                     f"records={2 * f['records']} ")
                 line += f" unearned_records={f['records']}"
@@ -211,7 +211,7 @@ def test_records_again_that_answer_samples_pass(tmp_path, capsys):
         out = []
         for line in text.splitlines():
             if line.startswith("bench-run") and "mode=deferred" in line:
-                f = kvline.fields(line)
+                f = tagged_lines.fields(line)
                 line = line.replace(f"records={f['records']} ",
                                     f"records={f['records'] + 3} ")
                 line += " unearned_records=0"
@@ -222,7 +222,7 @@ def test_records_again_that_answer_samples_pass(tmp_path, capsys):
 
 
 def test_fields_parses_numbers_and_words():
-    f = kvline.fields("bench-run workload=long k=4 mode=none status=ok "
+    f = tagged_lines.fields("bench-run workload=long k=4 mode=none status=ok "
                       "samples=12 reason=Invalid_argument")
     assert f == {"workload": "long", "k": 4, "mode": "none",
                  "status": "ok", "samples": 12,
@@ -321,11 +321,11 @@ def test_summary_gives_the_untraced_exit_path():
                      for i, v in ((1, "612.5"), (2, "580.0"), (3, "701.2")))
     parsed = bench.parse(text)
     assert [e["rep"] for e in parsed["exitpath"]] == [1, 2, 3]
-    assert bench.cover.exit_path(parsed) == [
+    assert bench.summary.exit_path(parsed) == [
         "exit path: getppid without events 612 ns per call (median of 3; "
         "580-701)"]
     # Older runs have no such line: nothing is made up
-    assert bench.cover.exit_path(bench.parse("")) == []
+    assert bench.summary.exit_path(bench.parse("")) == []
 
 
 def test_an_exitpath_run_has_no_rows_and_prints_the_loop(tmp_path, capsys):
@@ -354,7 +354,7 @@ def test_an_exitpath_run_has_no_rows_and_prints_the_loop(tmp_path, capsys):
 
 def test_sframe_fallbacks_line():
     """bench-sframe: the reader's refusals over the bench, by reason."""
-    from bench.cli import sframe_line
+    from ci.judge.bench.cli import sframe_line
     r = bench.parse("bench-sframe status=ok version=0 register_rule=3 "
                     "signal_frame=0\n")
     assert r["sframe"]["register_rule"] == 3
@@ -373,7 +373,7 @@ def _walks(run, change):
         out = []
         for line in text.splitlines():
             if line.startswith("bench-run") and "mode=deferred" in line:
-                f = kvline.fields(line)
+                f = tagged_lines.fields(line)
                 cookies, walks = change(f)
                 line = line.replace(f" cookies={f['cookies']} ",
                                     f" cookies={cookies} ")

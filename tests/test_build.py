@@ -35,7 +35,7 @@ def broken_perf_tree(tmp_path):
 def test_a_perf_that_does_not_build_fails_with_1(tmp_path):
     tree = broken_perf_tree(tmp_path)
     (tree / "tools" / "perf" / "Makefile").write_text(BROKEN_PERF)
-    p = subprocess.run(["bash", os.path.join(ROOT, "ci", "build-perf.sh"),
+    p = subprocess.run(["bash", os.path.join(ROOT, "ci", "build", "perf.sh"),
                         str(tree), str(tmp_path / "out")], env=env(tmp_path),
                        capture_output=True, text=True)
     assert p.returncode == 1, p.stderr
@@ -61,9 +61,8 @@ def test_bisect_build_names_the_commit_that_does_not_build(tmp_path, fixes,
     git(tree, "tag", "vmtest-base")
     (tree / "tools" / "perf" / "Makefile").write_text(BROKEN_PERF)
     git(tree, "commit", "-q", "-am", "tools/perf: break the build")
-    p = subprocess.run(["bash", os.path.join(ROOT, "ci", "bisect-build.sh"),
-                        str(tree), "qemu/config/guest.config", "--series",
-                        "qemu/config/series.config"],
+    p = subprocess.run(["bash", os.path.join(ROOT, "ci", "checks", "bisect-build.sh"),
+                        str(tree), "--config", "normal"],
                        env=dict(env(tmp_path), VMTEST_FIXES=str(lst)),
                        capture_output=True, text=True)
     assert p.returncode == 1, p.stderr
@@ -72,39 +71,47 @@ def test_bisect_build_names_the_commit_that_does_not_build(tmp_path, fixes,
 
 
 def refs(script):
-    """The harness files a script runs or reads: $ROOT/ci/..., $ROOT/qemu/
-    ..., and qemu/guest_arch.py + qemu/x86_64.py through lib.sh's arch."""
+    """The harness files a script runs or reads: what it sources
+    ($(dirname ...)/X), $ROOT/ci/..., python3 -m ci.X, and
+    ci/guest/arch.py + ci/guest/x86_64.py through lib.sh's arch. Of a
+    lib.sh only what it sources: its helpers for the guest runs aside,
+    each lib.sh is in the key as a whole."""
     with open(os.path.join(ROOT, script)) as f:
         text = f.read()
-    found = set(re.findall(r"\$ROOT/((?:ci|qemu)/[\w.-]+)", text))
+    here = os.path.dirname(script)
+    found = {os.path.normpath(os.path.join(here, rel)) for rel in re.findall(
+        r'\$\(dirname "\$(?:0|\{BASH_SOURCE\[0\]\})"\)/([\w./-]+\.sh)', text)}
+    if script.endswith("lib.sh"):
+        return found
+    found |= set(re.findall(r"\$ROOT/(ci/[\w./-]+)", text))
+    found |= {m.replace(".", "/") + ".py"
+              for m in re.findall(r"-m (ci\.[\w.]+)", text)}
     if re.search(r"\barch [A-Z_]+", text):
-        found |= {"qemu/guest_arch.py", "qemu/x86_64.py"}
-    if "lib.sh" in text:
-        found.add("ci/lib.sh")
+        found |= {"ci/guest/arch.py", "ci/guest/x86_64.py"}
     return found
 
 
 def test_bisect_builds_cache_key_covers_what_its_builds_use():
-    with open(os.path.join(ROOT, "ci", "bisect-build.sh")) as f:
+    with open(os.path.join(ROOT, "ci", "checks", "bisect-build.sh")) as f:
         m = re.search(r"^BUILD_DEPS=\(([^)]*)\)", f.read(), re.M)
     deps = set(m.group(1).split())
-    # Every script it runs, and what they run (lib.sh's helpers for the
-    # guest runs aside: lib.sh is in the key as a whole).
-    todo, seen = ["ci/bisect-build.sh"], set()
+    # Every script it runs, and what they run.
+    todo, seen = ["ci/checks/bisect-build.sh"], set()
     while todo:
         s = todo.pop()
         if s in seen:
             continue
         seen.add(s)
-        if s.endswith(".sh") and s != "ci/lib.sh":
+        if s.endswith(".sh"):
             todo += refs(s)
     assert seen <= deps, sorted(seen - deps)
-    assert {"ci/build-perf-python.sh", "ci/lib.sh"} <= seen
+    assert {"ci/build/perf-python.sh", "ci/lib.sh", "ci/guest/lib.sh",
+            "ci/build/kconfig.py"} <= seen
 
 
-@pytest.mark.parametrize("script", ["build-kernel.sh", "build-perf.sh",
-                                    "build-perf-python.sh"])
+@pytest.mark.parametrize("script", ["kernel.sh", "perf.sh",
+                                    "perf-python.sh"])
 def test_build_scripts_take_the_lock_through_lib_sh(script):
-    with open(os.path.join(ROOT, "ci", script)) as f:
+    with open(os.path.join(ROOT, "ci", "build", script)) as f:
         text = f.read()
     assert 'lock_script "$@"' in text and "exec flock" not in text

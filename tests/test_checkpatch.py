@@ -1,4 +1,4 @@
-"""make checkpatch (ci/checkpatch.sh) over both series, with a stand-in
+"""make checkpatch (ci/checks/checkpatch.sh) over both series, with a stand-in
 scripts/checkpatch.pl: each patch judged once, named by its series."""
 import os
 import subprocess
@@ -29,7 +29,7 @@ def run(tmp_path, fixes_body, feature_body):
     patch(p / "fixes", "0001-a.patch", fixes_body)
     patch(p / "feature", "0001-a.patch", feature_body)
     patch(p / "feature", "0002-b.patch", "fine")
-    return subprocess.run(["bash", os.path.join(ROOT, "ci", "checkpatch.sh"),
+    return subprocess.run(["bash", os.path.join(ROOT, "ci", "checks", "checkpatch.sh"),
                            str(tree)], capture_output=True, text=True,
                           env=dict(os.environ, VMTEST_PATCHES=str(p)))
 

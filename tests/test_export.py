@@ -6,11 +6,11 @@ import subprocess
 from test_apply import ENV, git, kernel_tree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXPORT = os.path.join(ROOT, "ci", "export.sh")
+EXPORT = os.path.join(ROOT, "ci", "series", "export.sh")
 
 
 def export(tree, patches, fixes="# none\n"):
-    """ci/export.sh with FIXES (the text of a fixes list) as the list."""
+    """ci/series/export.sh with FIXES (the text of a fixes list) as the list."""
     lst = os.path.join(os.path.dirname(str(patches)), "fixes.txt")
     with open(lst, "w") as f:
         f.write(fixes)
@@ -101,7 +101,7 @@ def test_export_writes_the_fixes_and_the_feature(tmp_path):
     assert "1 fixes, 2 feature" in r.stderr
     fcover = files["fixes/0000-cover-letter.patch"]
     cover = files["feature/0000-cover-letter.patch"]
-    subject = open(os.path.join(ROOT, "ci", "fixes-cover-letter.txt")) \
+    subject = open(os.path.join(ROOT, "ci", "series", "fixes-cover-letter.txt")) \
         .readline().strip()
     assert f"Subject: [PATCH 0/1] {subject}\n" in fcover
     assert "Subject: [PATCH 0/2] unwind_user, perf:" in cover
@@ -147,11 +147,11 @@ def test_export_refuses_a_fix_out_of_place(tmp_path):
 
 
 def test_the_fixes_list_and_cover_letter_match_patches_fixes():
-    """ci/fixes.txt names exactly the patches of patches/fixes/, in order,
+    """ci/series/fixes.txt names exactly the patches of patches/fixes/, in order,
     and the fixes' cover letter has one numbered paragraph per fix: a
     fix added to the tree and the list must be described there too."""
     r = subprocess.run(
-        ["bash", "-c", '. ci/lib.sh && for p in $(series_files fixes); do '
+        ["bash", "-c", '. ci/series/lib.sh && for p in $(series_files fixes); do '
          'patch_subject "$p"; done && sed -e "/^#/d" -e "/^[[:space:]]*$/d" '
          '"$FIXES_LIST"'], cwd=ROOT, capture_output=True, text=True,
         check=True, env={k: v for k, v in os.environ.items()
@@ -159,8 +159,8 @@ def test_the_fixes_list_and_cover_letter_match_patches_fixes():
     lines = r.stdout.splitlines()
     patches, listed = lines[:len(lines) // 2], lines[len(lines) // 2:]
     assert patches and patches == listed
-    with open(os.path.join(ROOT, "ci", "fixes-cover-letter.txt")) as f:
+    with open(os.path.join(ROOT, "ci", "series", "fixes-cover-letter.txt")) as f:
         letter = f.read()
     items = [int(n) for n in re.findall(r"^ (\d+)\. ", letter, re.M)]
     assert items == list(range(1, len(listed) + 1)), \
-        "ci/fixes-cover-letter.txt: one ' N. ' paragraph per fix"
+        "ci/series/fixes-cover-letter.txt: one ' N. ' paragraph per fix"

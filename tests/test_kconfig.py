@@ -1,10 +1,10 @@
 """The config validator: every requested option must survive Kconfig."""
 import os
 
-import kconfig
+from ci.build import kconfig
 
 QEMU_CONFIG = os.path.join(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))), "qemu", "config")
+    os.path.abspath(__file__))), "ci", "guest", "config")
 
 
 def test_parse_later_lines_win_and_unset_is_n():
@@ -77,3 +77,39 @@ def test_kcsan_fragment_has_kcsan_and_no_kasan():
     # allnoconfig turns its "default y" off: KCSAN would stay disabled
     assert opts["CONFIG_KCSAN_EARLY_ENABLE"] == "y"
     assert "CONFIG_KASAN" not in opts
+
+
+def test_the_table_names_only_fragments_that_exist_for_every_arch():
+    """ci/build/configs.py: every CONFIG= on every ARCH= starts with the
+    common fragments, puts the series' one behind its mode switch, and
+    names files that exist."""
+    from ci.build import configs
+    from ci.guest import arch
+    root = os.path.dirname(QEMU_CONFIG.rsplit(os.sep, 2)[0])
+    for name in arch.KNOWN:
+        for config in configs.CONFIGS:
+            frags = configs.fragments(config, name)
+            paths = [f for f in frags if not f.startswith("--")]
+            assert all(os.path.exists(os.path.join(root, f)) for f in paths), \
+                (name, config, paths)
+            assert paths[:3] == ["ci/guest/config/guest.config",
+                                 arch.load(name).GUEST_CONFIG,
+                                 "ci/guest/config/kunit-at-boot.config"]
+            if "ci/guest/config/series.config" in frags:
+                mode = frags[frags.index("ci/guest/config/series.config") - 1]
+                assert mode == arch.load(name).SERIES_MODE
+                assert configs.fragments(config, name, True)[
+                    frags.index(mode)] == "--series-if-possible"
+    assert configs.extra("debug") == ["ci/guest/config/debug-checks.config"]
+    assert "ci/guest/config/series.config" not in \
+        configs.fragments("nounwind", "x86_64")
+
+
+def test_the_table_refuses_an_unknown_config_with_exit_2(capsys):
+    from ci.build import configs
+    assert configs.main(["make", "x86_64", "fast"]) == 2
+    err = capsys.readouterr().err
+    assert "CONFIG=fast: use CONFIG=normal, CONFIG=debug" in err, err
+    assert configs.main(["make", "x86_64", "debug"]) == 0
+    out = capsys.readouterr().out
+    assert "CONFIG_VM_TIMEOUT := 1500" in out and "ARCH_NAME := x86_64" in out

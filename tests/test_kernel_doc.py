@@ -7,7 +7,7 @@ import subprocess
 from test_apply import git, kernel_tree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(ROOT, "ci", "kernel-doc.sh")
+SCRIPT = os.path.join(ROOT, "ci", "checks", "kernel-doc.sh")
 KDOC = r"""#!/usr/bin/perl
 my $f = $ARGV[-1]; open(my $h, '<', $f) or die; my $n = 0;
 while (<$h>) { $n++; print STDERR "$f:$n: warning: $1\n" if /BAD (\w+)/; }

@@ -44,9 +44,9 @@ def hunks(patch):
 
 
 def series_files():
-    """The patch files of both series in the order they apply, as ci/lib.sh
+    """The patch files of both series in the order they apply, as ci/series/lib.sh
     lists them (the fixes first): asked of lib.sh, not repeated here."""
-    r = subprocess.run(["bash", "-c", '. ci/lib.sh && series_files'],
+    r = subprocess.run(["bash", "-c", '. ci/series/lib.sh && series_files'],
                        cwd=ROOT, capture_output=True, text=True, check=True,
                        env={k: v for k, v in os.environ.items()
                             if k != "VMTEST_PATCHES"})

@@ -1,4 +1,4 @@
-"""qemu/mkinitramfs.sh: what the guest gets is what was named."""
+"""ci/guest/mkinitramfs.sh: what the guest gets is what was named."""
 import gzip
 import os
 import shutil
@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(ROOT, "qemu", "mkinitramfs.sh")
+SCRIPT = os.path.join(ROOT, "ci", "guest", "mkinitramfs.sh")
 KSRC = os.path.join(ROOT, "build", "linux")
 
 pytestmark = pytest.mark.skipif(

@@ -1,4 +1,4 @@
-"""make mutate's breakages (ci/mutate/*.mut, ci/mutate.py) without
+"""make mutate's breakages (ci/checks/mutate/*.mut, ci/checks/mutate.py) without
 building anything: each applies to the series in build/linux, names
 tests that exist, and one that no longer applies says so."""
 import os
@@ -9,8 +9,7 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "ci"))
-import mutate  # noqa: E402
+from ci.checks import mutate
 
 TREE = os.path.join(ROOT, "build", "linux")
 SPECS = mutate.load()
@@ -98,7 +97,7 @@ def kunit_cases():
 def test_each_breakage_names_tests_that_exist(spec):
     known = selftest_cases() | kunit_cases()
     unknown = [t for t in spec["must_fail"] if t not in known]
-    assert not unknown, f"ci/mutate/{spec['name']}.mut: {unknown}"
+    assert not unknown, f"ci/checks/mutate/{spec['name']}.mut: {unknown}"
 
 
 def test_a_breakage_that_no_longer_applies_says_refresh(tmp_path):
@@ -106,12 +105,11 @@ def test_a_breakage_that_no_longer_applies_says_refresh(tmp_path):
     path = tmp_path / spec["edits"][0]["file"]
     path.parent.mkdir(parents=True)
     path.write_text("void unwind_deferred_task_exit_renamed(void)\n{\n}\n")
-    p = subprocess.run([sys.executable, os.path.join(ROOT, "ci",
-                                                     "mutate.py"),
+    p = subprocess.run([sys.executable, "-m", "ci.checks.mutate",
                         "apply", "exit", str(tmp_path)],
                        capture_output=True, text=True)
     assert p.returncode == 2
-    assert ("breakage exit no longer applies: refresh ci/mutate/exit.mut"
+    assert ("breakage exit no longer applies: refresh ci/checks/mutate/exit.mut"
             in p.stderr), p.stderr
     assert "no such definition" in p.stderr
 
@@ -123,7 +121,7 @@ def test_a_deleted_line_that_is_gone_says_refresh(tmp_path):
     path.write_text("static __always_inline void unwind_reset_info(void)\n"
                     "{\n\tclear_everything();\n}\n")
     assert mutate.check([spec], str(tmp_path)) == [
-        "breakage cookie no longer applies: refresh ci/mutate/cookie.mut "
+        "breakage cookie no longer applies: refresh ci/checks/mutate/cookie.mut "
         "(include/linux/unwind_deferred.h, function 'static __always_inline"
         " void unwind_reset_info(void)': no line "
         "'WRITE_ONCE(info->cookie, 0);' in its body)"]

@@ -4,7 +4,7 @@ a perf tree without the series' shell tests (upstream's) does not."""
 import os
 import subprocess
 
-from vmtest import ktap, report
+from ci.judge.vmtest import ktap, report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "selftests", "perf_shell_test.sh")

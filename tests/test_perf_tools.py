@@ -1,4 +1,4 @@
-"""The series' perf tools on crafted perf.data files (tests/perfdata.py):
+"""The series' perf tools on crafted perf.data files (ci/perfdata.py):
 what needs no guest.  The text deferred callchains print as (the same as
 upstream perf prints, which scripts parse), hostile records rejected with
 their offset, samples whose record never came, held samples released per
@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-import perfdata as pd
+from ci import perfdata as pd
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PERF = os.environ.get("VMTEST_PERF") or os.path.join(ROOT, "build", "out", "linux", "perf", "perf")
@@ -110,28 +110,6 @@ def test_malformed_record_rejected_with_offset(tmp_path, size, nr, args):
     assert "DEFERRED CALLCHAIN [cookie" not in r.stdout
 
 
-def other_malformed(tmp_path, kind):
-    """A file whose third record is malformed in a way perf checked
-    before the series: a SAMPLE whose callchain nr runs past its end
-    (perf cannot parse it), a record smaller than its header, a record
-    of an unknown type whose size is not a multiple of 8."""
-    recs = [pd.comm(100, 100, "t0", 1),
-            pd.deferred_sample(100, 100, 5, pd.KERNEL_IPS, 0x1001)]
-    if kind == "sample-nr":
-        rec = pd.sample(100, 100, 6, [pd.CONTEXT_KERNEL] + pd.KERNEL_IPS)
-        rec = rec[:40] + (1000).to_bytes(8, "little") + rec[48:]
-        msg = "Can't parse sample"
-    elif kind == "short-header":
-        rec = struct.pack("<IHH", pd.RECORD_SAMPLE, 0, 4) + b"\0" * 4
-        msg = "[0x4]: failed to process type: 9"
-    else:
-        rec = pd._record(30, 0, b"\0" * 12)
-        msg = "[0x14]: failed to process type: 30"
-    path = str(tmp_path / f"{kind}.data")
-    pd.write(path, recs + [rec])
-    return path, msg
-
-
 @pytest.mark.parametrize("kind", ["sample-nr", "short-header", "unaligned-unknown"])
 @pytest.mark.parametrize("args", [["script"], ["report", "--stdio"], ["report", "-D"],
                                   ["report", "--stdio", "--no-children", "-g", "caller"]])
@@ -140,7 +118,7 @@ def test_malformed_records_fail_every_tool(tmp_path, kind, args):
     process; perf report printed the same error and exited 0, for every
     kind of malformed record, so a script could not tell a truncated
     report from a whole one.  Both fail now."""
-    path, msg = other_malformed(tmp_path, kind)
+    path, msg = pd.other_malformed(tmp_path, kind)
     r = perf(*args, "-i", path, check=False)
     assert msg in r.stderr, r.stderr
     assert r.returncode != 0, f"perf {' '.join(args)}: exit 0\n{r.stderr}"
@@ -232,10 +210,7 @@ def addresses(text):
 
 
 def perf_stdin(path, *args):
-    with open(path, "rb") as f:
-        r = subprocess.run([PERF, *args, "-i", "-"], stdin=f, capture_output=True,
-                           text=True, timeout=120,
-                           env={**os.environ, "PERF_PAGER": "cat", "HOME": "/nonexistent"})
+    r = pd.run_stdin(PERF, path, *args)
     assert r.returncode >= 0, f"perf {' '.join(args)} killed by signal {-r.returncode}"
     return r
 
@@ -435,27 +410,6 @@ def test_pipe_attr_larger_than_its_record_is_refused(tmp_path):
 # An other-endian pipe (a big-endian machine's 'perf record -o -'): perf
 # byte-swaps each record before it checks it (session.c's swappers).
 
-def be_attr_pipe(path, claimed, held):
-    """A big-endian pipe stream: one PERF_RECORD_HEADER_ATTR whose
-    perf_event_attr claims CLAIMED bytes (attr.size) but whose record
-    holds only HELD bytes of it, and no ids."""
-    a = struct.pack(">IIQQQQQ", pd.PERF_TYPE_SOFTWARE, claimed,
-                    pd.PERF_COUNT_SW_CPU_CLOCK, 4000, pd.SAMPLE_TYPE, 0,
-                    0).ljust(held, b"\0")[:held]
-    with open(path, "wb") as f:
-        f.write(struct.pack(">QQ", 0x32454c4946524550, 16) +
-                struct.pack(">IHH", pd.RECORD_HEADER_ATTR, 0, 8 + held) + a)
-
-
-# (attr.size claimed, bytes of the attr the record holds): a record cut
-# short, an attr.size past the record by little, by much, and by so much
-# that header.size - 8 - attr.size, as the int mem_bswap_64() takes, is
-# 1.9 GB; and a record that does not even hold attr.type and attr.size.
-BAD_BE_ATTRS = [(pd.ATTR_SIZE_612, 64), (pd.ATTR_SIZE_612, pd.ATTR_SIZE_612 - 8),
-                (0xfff0, pd.ATTR_SIZE_612), (0x90000000, pd.ATTR_SIZE_612),
-                (pd.ATTR_SIZE_612, 4)]
-
-
 def refused_message(claimed, held):
     if held < 8:
         return (f"malformed PERF_RECORD_HEADER_ATTR: a {8 + held} byte record, "
@@ -464,7 +418,7 @@ def refused_message(claimed, held):
             f"perf_event_attr in a {8 + held} byte record")
 
 
-@pytest.mark.parametrize("claimed,held", BAD_BE_ATTRS)
+@pytest.mark.parametrize("claimed,held", pd.BAD_BE_ATTRS)
 def test_other_endian_pipe_attr_larger_than_its_record_is_refused(tmp_path, claimed, held):
     """perf_event__hdr_attr_swap() swapped attr.size bytes of the attr and
     then header.size - 8 - attr.size bytes of ids: with an attr.size past
@@ -473,7 +427,7 @@ def test_other_endian_pipe_attr_larger_than_its_record_is_refused(tmp_path, clai
     crashes. The record must be refused with its sizes, as a native one
     is."""
     path = str(tmp_path / "be-attr.pipe")
-    be_attr_pipe(path, claimed, held)
+    pd.be_attr_pipe(path, claimed, held)
     for args in (["script"], ["report", "--stdio"], ["script", "-D"]):
         r = perf_stdin(path, *args)
         print(f"perf {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()[-200:]}")
@@ -492,11 +446,11 @@ if os.environ.get("VMTEST_PERF_ASAN") and not os.access(PERF_ASAN, os.X_OK):
 
 @pytest.mark.skipif(not os.access(PERF_ASAN, os.X_OK),
                     reason=f"no ASan perf ({PERF_ASAN}): run 'make test-perf'")
-@pytest.mark.parametrize("claimed,held", BAD_BE_ATTRS)
+@pytest.mark.parametrize("claimed,held", pd.BAD_BE_ATTRS)
 def test_other_endian_pipe_attr_swap_stays_in_its_record(tmp_path, claimed, held):
     """Swapping the attr of the records above touches no byte past them."""
     path = str(tmp_path / "be-attr.pipe")
-    be_attr_pipe(path, claimed, held)
+    pd.be_attr_pipe(path, claimed, held)
     with open(path, "rb") as f:
         r = subprocess.run([PERF_ASAN, "script", "-D", "-i", "-"], stdin=f,
                            capture_output=True, text=True, timeout=120,
@@ -515,7 +469,7 @@ def test_other_endian_pipe_attr_is_read(tmp_path):
     """The same big-endian attr, whole: read as the little-endian one is
     (the checks above do not refuse a good record)."""
     path = str(tmp_path / "be-attr.pipe")
-    be_attr_pipe(path, pd.ATTR_SIZE_612, pd.ATTR_SIZE_612)
+    pd.be_attr_pipe(path, pd.ATTR_SIZE_612, pd.ATTR_SIZE_612)
     r = perf_stdin(path, "script", "-D")
     print(f"perf script -D: exit {r.returncode}: {r.stderr.strip()[-200:]}")
     assert r.returncode == 0, r.stderr
@@ -523,31 +477,10 @@ def test_other_endian_pipe_attr_is_read(tmp_path):
     assert "malformed" not in r.stderr
 
 
-def pipe_with_record(path, rtype, body=b"\0" * 8, endian=">"):
-    """A pipe stream of ENDIAN (">" big, "<" little): a whole attr, then
-    one record of type RTYPE with BODY."""
-    a = struct.pack(endian + "IIQQQQQ", pd.PERF_TYPE_SOFTWARE, pd.ATTR_SIZE_612,
-                    pd.PERF_COUNT_SW_CPU_CLOCK, 4000, pd.SAMPLE_TYPE, 0,
-                    0).ljust(pd.ATTR_SIZE_612, b"\0")
-    with open(path, "wb") as f:
-        f.write(struct.pack(endian + "QQ", 0x32454c4946524550, 16) +
-                struct.pack(endian + "IHH", pd.RECORD_HEADER_ATTR, 0, 8 + len(a)) + a +
-                struct.pack(endian + "IHH", rtype, 0, 8 + len(body)) + body)
-
-
-def be_pipe_with_record(path, rtype, body=b"\0" * 8):
-    """The same stream, big-endian (needs swapping on x86)."""
-    pipe_with_record(path, rtype, body)
-
-
 def asan_perf_stdin(path, *args):
     """PERF_ASAN ARGS -i - with the stream at PATH on its stdin; an ASan
     report exits 98."""
-    with open(path, "rb") as f:
-        return subprocess.run([PERF_ASAN, *args, "-i", "-"], stdin=f,
-                              capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "PERF_PAGER": "cat", "HOME": "/nonexistent",
-                                   "ASAN_OPTIONS": "detect_leaks=0:exitcode=98"})
+    return pd.run_stdin(PERF_ASAN, path, *args)
 
 
 # Types past session.c's table of swap functions (PERF_RECORD_HEADER_MAX
@@ -563,13 +496,13 @@ def test_other_endian_unknown_type_is_not_swapped(tmp_path, rtype):
     skipped with a warning where this perf skips types it does not know
     (the series' perf), refused where it refuses them (6.12's)."""
     path = str(tmp_path / "be-unknown.pipe")
-    be_pipe_with_record(path, rtype)
+    pd.be_pipe_with_record(path, rtype)
     r = asan_perf_stdin(path, "script")
     print(f"ASan perf script: exit {r.returncode}: {r.stderr.strip()[-300:]}")
     assert "ERROR: AddressSanitizer" not in r.stderr and r.returncode not in (98, -6, -11), \
         r.stderr[-3000:]
     native = str(tmp_path / "le-unknown.pipe")
-    pipe_with_record(native, rtype, endian="<")
+    pd.pipe_with_record(native, rtype, endian="<")
     n = asan_perf_stdin(native, "script")
     print(f"the same, native: exit {n.returncode}: {n.stderr.strip()[-300:]}")
     assert r.returncode == n.returncode, r.stderr
@@ -591,7 +524,7 @@ def test_other_endian_unaligned_record_swap_stays_in_it(tmp_path, body, args):
     record, which in pipe mode ends its heap buffer: no kernel and no
     perf writes one, so it must be refused, and nothing past it touched."""
     path = str(tmp_path / "be-unaligned.pipe")
-    be_pipe_with_record(path, pd.RECORD_SAMPLE, bytes(i % 251 + 1 for i in range(body)))
+    pd.be_pipe_with_record(path, pd.RECORD_SAMPLE, bytes(i % 251 + 1 for i in range(body)))
     r = asan_perf_stdin(path, *args)
     report = [l for l in r.stderr.splitlines()
               if "AddressSanitizer" in l or l.lstrip().startswith("#")]

@@ -1,14 +1,14 @@
-"""qemu/python_stdlib.py: the stdlib files the guest's perf_python_test.py
+"""ci/guest/python_stdlib.py: the stdlib files the guest's perf_python_test.py
 needs, found by importing what it imports on the host."""
 import os
 import subprocess
 import sys
 import sysconfig
 
-import python_stdlib
+from ci.guest import python_stdlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(ROOT, "qemu", "python_stdlib.py")
+SCRIPT = os.path.join(ROOT, "ci", "guest", "python_stdlib.py")
 STDLIB = sysconfig.get_path("stdlib")
 # What the interpreter loads before any program: the same as -IS -c.
 STARTUP = """import sys

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from vmtest import ktap, report
+from ci.judge.vmtest import ktap, report
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 
@@ -109,6 +109,6 @@ def test_ktap_ignores_noise_between_lines():
      "CPUs/tasks: { 0-... } 6 jiffies s: 85 root: 0x1/.", "rcu stall"),
 ])
 def test_splat_kinds(line, kind):
-    from vmtest import splat
+    from ci.judge.vmtest import splat
     found = splat.scan("[   1.0] ok\n" + line + "\n")
     assert [k for k, _ in found] == [kind]

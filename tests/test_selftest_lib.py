@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from vmtest import ktap
+from ci.judge.vmtest import ktap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # make test names the binary of the tree it built; a bare pytest run

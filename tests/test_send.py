@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-import send_prep
+from ci.series import send_prep
 from test_apply import ENV, git, kernel_tree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SEND = os.path.join(ROOT, "ci", "send.sh")
+SEND = os.path.join(ROOT, "ci", "series", "send.sh")
 ANN = "Ann Author <ann@kernel.org>"
 SAM = "Sam Sender <sam@kernel.org>"
 GET_MAINTAINER = """#!/bin/sh
@@ -302,7 +302,7 @@ def test_a_patch_rewritten_beyond_recognition(env):
     assert "Changes in v2:\n - rewritten: unwind_user: Change b\n (" in cover
 
 
-# ci/send_prep.py, the text work of send.sh, on its own.
+# ci/series/send_prep.py, the text work of send.sh, on its own.
 RANGE_DIFF = """\
 1:  56435cf = 1:  4315605 unwind_user: Same
 2:  3744e6e ! 2:  4ca4848 unwind_user: Changed
@@ -388,8 +388,7 @@ def test_fill_cover(tmp_path):
     assert cover.read_text() == ("Subject: [PATCH 0/2] -s: $x\n\n"
                                  "Why $1 and \\1 stay.\n\nshortlog\n")
     cover.write_text("*** BLURB HERE ***")  # no newline: not filled
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "ci",
-                        "send_prep.py"), "fill-cover", str(cover), "s",
+    r = subprocess.run([sys.executable, "-m", "ci.series.send_prep", "fill-cover", str(cover), "s",
                         str(blurb)], capture_output=True, text=True)
     assert r.returncode == 2
     assert f"could not fill in the cover letter {cover}" in r.stderr
@@ -432,7 +431,7 @@ def test_the_fixes_go_as_their_own_series(env):
     assert r.returncode == 0, r.stderr
     fixes, feature = out(env, series="fixes"), out(env)
     fcover, cover = patch(fixes, 0), patch(feature, 0)
-    subject = open(os.path.join(ROOT, "ci", "fixes-cover-letter.txt")) \
+    subject = open(os.path.join(ROOT, "ci", "series", "fixes-cover-letter.txt")) \
         .readline().strip()
     assert f"Subject: [PATCH v1 0/1] {subject}" in fcover
     assert re.search(r"^Subject: \[PATCH v1 1/1\] perf: Fix x$",

@@ -1,7 +1,7 @@
-"""make vmtest SLOW=: the slow-host mode (qemu/vm.py --slow) gives QEMU
+"""make vmtest SLOW=: the slow-host mode (ci/guest/vm.py --slow) gives QEMU
 1/N of the host's time, with the host's limits scaled by N; and the
 verdict names the guest's measured speed
-(selftests/host_speed.c's line, qemu/init). The guest side, that the mode
+(selftests/host_speed.c's line, ci/guest/init). The guest side, that the mode
 really makes the guest slower, is measured in doc/harness.md ("Slow
 hosts") by the same line."""
 import json
@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-import vm
-from vmtest import report
+from ci.guest import vm
+from ci.judge.vmtest import report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SPEED = ("factor 3.12 user 310 ms (reference 99 ms) syscalls 80 ms "
@@ -62,7 +62,7 @@ def boot(tmp_path, *extra, env=None):
              FAKE_OUT=str(tmp_path / "steps"), VMTEST_KVM_DEV="/nonexistent")
     e.update(env or {})
     p = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "qemu", "vm.py"), "--kernel",
+        [sys.executable, "-m", "ci.guest.vm", "--kernel",
          str(tmp_path / "bzImage"), "--initrd", str(tmp_path / "initrd"),
          "--out", str(out), "--timeout", "100", *extra],
         env=e, capture_output=True, text=True, timeout=60)
@@ -118,7 +118,7 @@ def test_a_cancelled_slow_run_leaves_no_qemu_behind(tmp_path):
     env = dict(os.environ, VMTEST_QEMU=str(qemu), FAKE_PID=str(pidfile),
                VMTEST_SLOW="on")
     p = subprocess.Popen(
-        [sys.executable, os.path.join(ROOT, "qemu", "vm.py"), "--kernel",
+        [sys.executable, "-m", "ci.guest.vm", "--kernel",
          str(tmp_path / "bzImage"), "--initrd", str(tmp_path / "initrd"),
          "--out", str(tmp_path / "run"), "--accel", "tcg"], env=env)
     for _ in range(100):

@@ -1,4 +1,4 @@
-"""make stress's host side (ci/stress.py) on saved runs: the parser, the
+"""make stress's host side (ci/judge/stress.py) on saved runs: the parser, the
 summary and each failure the verdict must catch. "sized" is a real
 120 s run on the whole series with the watch's buffers sized to lose
 nothing, which passes as it is: each failure is made from a copy of it
@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-import stress
-from vmtest import rundir
+from ci.judge import stress
+from ci.judge.vmtest import rundir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUN = os.path.join(ROOT, "tests", "data", "stress", "sized")
@@ -28,9 +28,8 @@ def read(run, name):
 
 
 def judge(run):
-    """ci/stress.py as make stress runs it: (exit code, output)."""
-    p = subprocess.run([sys.executable, os.path.join(ROOT, "ci",
-                                                     "stress.py"), run],
+    """ci/judge/stress.py as make stress runs it: (exit code, output)."""
+    p = subprocess.run([sys.executable, "-m", "ci.judge.stress", run],
                        capture_output=True, text=True)
     return p.returncode, p.stdout + p.stderr
 
@@ -535,7 +534,7 @@ def test_the_real_arm64_run_passes(tmp_path):
 
 def test_the_guest_runs_on_for_the_kinds_the_judge_requires():
     """selftests/stress.cc runs on past --seconds until every kind
-    ci/stress.py requires has succeeded once (a slow host gets the time
+    ci/judge/stress.py requires has succeeded once (a slow host gets the time
     to reach each; the judge still fails one that never succeeds): its
     list must be the judge's, or the run would stop before a required
     kind or wait for one nobody requires."""

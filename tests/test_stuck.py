@@ -1,6 +1,6 @@
-"""A guest with a stuck CPU or task: qemu/vm.py stops it a grace period
+"""A guest with a stuck CPU or task: ci/guest/vm.py stops it a grace period
 after the first soft lockup, hung task or RCU stall (splat.Watch), and
-the judges (ci/stress.py, make verdict) name that report's task and
+the judges (ci/judge/stress.py, make verdict) name that report's task and
 innermost frames (splat.first_stuck). The real case is
 tests/data/stress/hang (a make stress run that hit a soft lockup at
 110 s and went on until the host timeout at 720 s); the RCU stalls and
@@ -13,9 +13,9 @@ import sys
 
 import pytest
 
-import bench
-import stress
-from vmtest import report, splat
+from ci.judge import bench
+from ci.judge import stress
+from ci.judge.vmtest import report, splat
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HANG = os.path.join(ROOT, "tests", "data", "stress", "hang")
@@ -145,7 +145,7 @@ if os.environ.get("FAKE_HANG"):
 
 
 def boot(tmp_path, console, hang, grace, start, timeout=30):
-    """qemu/vm.py on the fake QEMU: (run.json, console.log, output)."""
+    """ci/guest/vm.py on the fake QEMU: (run.json, console.log, output)."""
     qemu = tmp_path / "qemu"
     qemu.write_text(FAKE_QEMU)
     qemu.chmod(0o755)
@@ -155,7 +155,7 @@ def boot(tmp_path, console, hang, grace, start, timeout=30):
     env = dict(os.environ, VMTEST_QEMU=str(qemu), FAKE_CONSOLE=console,
                FAKE_FROM=start, FAKE_PACE="0.2", FAKE_HANG=hang)
     p = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "qemu", "vm.py"), "--kernel",
+        [sys.executable, "-m", "ci.guest.vm", "--kernel",
          str(tmp_path / "bzImage"), "--initrd", str(tmp_path / "initrd"),
          "--out", str(out), "--accel", "tcg", "--timeout", str(timeout),
          "--stuck-grace", str(grace)],
@@ -248,3 +248,37 @@ def test_the_timed_out_hang_names_its_first_stuck_report(tmp_path, capsys):
     assert fin.message.splitlines()[:2] == [
         "host timeout after 720 s: the guest hung",
         f"first stuck report: {HANG_REPORT}"]
+
+
+def test_vm_py_is_the_one_writer_of_the_run_directory(tmp_path):
+    """Every kind of run (vmtest, bench, stress) gets the same files from
+    ci/guest/vm.py: a directory made anew, the kernel's .config and the
+    initramfs's program lists beside the logs."""
+    qemu = tmp_path / "qemu"
+    qemu.write_text(FAKE_QEMU)
+    qemu.chmod(0o755)
+    console = tmp_path / "console.in"
+    console.write_text("[    0.000000] Linux version 6.12\n")
+    (tmp_path / "bzImage").write_text("")
+    (tmp_path / "initrd").write_text("")
+    (tmp_path / "initrd.programs").write_text("selftests/abi_test\n")
+    (tmp_path / "initrd.left_out").write_text("compat_test\tx86-only\n")
+    (tmp_path / ".config").write_text("CONFIG_UNWIND_USER=y\n")
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "stale.log").write_text("an older run's")
+    env = dict(os.environ, VMTEST_QEMU=str(qemu), FAKE_CONSOLE=str(console),
+               FAKE_FROM="0", FAKE_PACE="0", FAKE_HANG="")
+    for kind in ([], ["--bench", "quick"], ["--stress", "5"]):
+        p = subprocess.run(
+            [sys.executable, "-m", "ci.guest.vm", "--kernel",
+             str(tmp_path / "bzImage"), "--initrd", str(tmp_path / "initrd"),
+             "--kernel-config", str(tmp_path / ".config"), "--out", str(out),
+             "--accel", "tcg", "--timeout", "30", *kind],
+            env=env, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert not (out / "stale.log").exists(), kind
+        assert (out / "kernel.config").read_text() == "CONFIG_UNWIND_USER=y\n"
+        assert (out / "programs.txt").read_text() == "selftests/abi_test\n"
+        assert (out / "left_out.txt").exists() and (out / "run.json").exists()
+        (out / "stale.log").write_text("an older run's")

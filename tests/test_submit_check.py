@@ -5,7 +5,7 @@ import re
 import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(ROOT, "ci", "submit-check.sh")
+SCRIPT = os.path.join(ROOT, "ci", "checks", "submit-check.sh")
 CHECKS = ["apply-fresh", "checkpatch", "kernel-doc", "bisect-build",
           "sparse", "kunit", "vmtest", "vmtest-debug"]
 LINE = re.compile(r"^(PASS|FAIL)  (\S+)\s+(\d+) s  (.*)$")
@@ -67,7 +67,7 @@ def test_new_warnings_ignores_line_numbers_and_counts(tmp_path):
     base.write_text("a.c:10:5: warning: x\nb.h:3: warning: y\n")
     new.write_text("a.c:12:5: warning: x\na.c:40:1: warning: x\n"
                    "b.h:7: warning: y\nc.c:1:1: error: z\n")
-    r = subprocess.run(["bash", "-c", f'. {ROOT}/ci/lib.sh; '
+    r = subprocess.run(["bash", "-c", f'. {ROOT}/ci/build/lib.sh; '
                         f'new_warnings {base} {new}'],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

@@ -1,11 +1,11 @@
-"""make tree (ci/worktree.sh) on scratch trees: git worktrees, stray dirs."""
+"""make tree (ci/series/tree.sh) on scratch trees: git worktrees, stray dirs."""
 import os
 import subprocess
 
 from test_apply import ENV, git, kernel_tree, series  # noqa: F401
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WORKTREE = os.path.join(ROOT, "ci", "worktree.sh")
+WORKTREE = os.path.join(ROOT, "ci", "series", "tree.sh")
 
 
 def worktree(build, patches):

@@ -102,7 +102,7 @@ def test_real_runs_of_the_series_pass(name, tmp_path):
 
 
 def selftest_programs():
-    """The programs selftests/ builds and qemu/init runs: every *_test.cc
+    """The programs selftests/ builds and ci/guest/init runs: every *_test.cc
     and the perf shell and python tests."""
     src = os.path.join(ROOT, "selftests")
     return sorted(f.rsplit(".", 1)[0] for f in os.listdir(src)
@@ -113,7 +113,7 @@ def selftest_programs():
 @pytest.mark.parametrize("name", ["normal", "debug"])
 def test_the_evidence_runs_of_today_s_series_pass_whole(name, tmp_path):
     """tests/data/series/{normal,debug}: make golden's runs of the series
-    (ci/save-golden.sh; series.txt says which). They pass, every program
+    (ci/judge/save-golden.sh; series.txt says which). They pass, every program
     selftests/ has today ran in them (a new program makes them stale:
     run make golden), every test of theirs passed or is a not-applicable
     skip, and KUnit ran its three suites."""
@@ -321,14 +321,14 @@ def test_a_failed_extension_counts_only_on_a_series_kernel(tmp_path):
 
 
 def test_no_run_there_is_a_usage_error(tmp_path):
-    p = subprocess.run(["bash", os.path.join(ROOT, "ci", "verdict.sh"),
+    p = subprocess.run(["bash", os.path.join(ROOT, "ci", "judge", "verdict.sh"),
                         str(tmp_path)], capture_output=True, text=True)
     assert p.returncode == 2
     assert "holds no guest run" in p.stderr
 
 
 def test_bad_expect_feature_is_a_usage_error(tmp_path):
-    p = subprocess.run(["bash", os.path.join(ROOT, "ci", "verdict.sh"),
+    p = subprocess.run(["bash", os.path.join(ROOT, "ci", "judge", "verdict.sh"),
                         Run(tmp_path).dir], capture_output=True,
                        text=True, env=dict(os.environ, EXPECT_FEATURE="maybe"))
     assert p.returncode == 2

@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # Install what the harness needs from Debian packages. Idempotent: packages
 # that are already installed are not touched, so a second run costs ~1 s.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 PKGS=(
 	# kernel build
 	build-essential bc bison flex libelf-dev libssl-dev cpio kmod rsync
 	xz-utils git ccache
-	# perf: compressed data ('perf record -z', ci/build-perf.sh)
+	# perf: compressed data ('perf record -z', ci/build/perf.sh)
 	libzstd-dev
 	# the default kernel tree (Debian's 6.12.y with Debian's patches)
 	linux-source-6.12
 	# guest
 	qemu-system-x86 busybox-static
 	# make vmtest ARCH=arm64: the aarch64 cross toolchain (kernel, perf,
-	# selftests) and QEMU's virt machine (qemu/arm64.py)
+	# selftests) and QEMU's virt machine (ci/guest/arm64.py)
 	gcc-aarch64-linux-gnu g++-aarch64-linux-gnu binutils-aarch64-linux-gnu
 	qemu-system-arm
 	# selftests: C++ GoogleTest, static, plus 32-bit helpers (the
@@ -23,7 +23,7 @@ PKGS=(
 	# host runner and the harness's own tests (Debian's, not PyPI's)
 	python3 python3-pytest
 	# perf's python binding for the guest's perf_python_test
-	# (ci/build-perf-python.sh: Python.h, python3-config, setuptools)
+	# (ci/build/perf-python.sh: Python.h, python3-config, setuptools)
 	python3-dev python3-setuptools
 	# make bench's plot
 	python3-matplotlib

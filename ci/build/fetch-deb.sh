@@ -13,7 +13,7 @@
 # keeps them in DEST/versions, so a run can record what it used.
 # Idempotent: a package already unpacked at the suite's current version
 # is not fetched again.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../guest/lib.sh"
 
 debarch=
 if [ "${1:-}" = --arch ]; then

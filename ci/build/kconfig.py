@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Make a guest .config from fragments and check that every option survived.
 
-usage: kconfig.py --src KERNEL --out OBJDIR [--series FRAGMENT]... FRAGMENT...
+usage: python3 -m ci.build.kconfig --src KERNEL --out OBJDIR [--config NAME [--if-possible]]
+           [--series FRAGMENT]... [--off OPTION]... [FRAGMENT...]
 
 The config is tinyconfig plus the fragments (later fragments win), resolved
 by Kconfig in one allnoconfig pass. Kconfig silently drops an option whose
@@ -21,9 +22,9 @@ import re
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))), "qemu"))
-import guest_arch  # noqa: E402
+from ci.build import configs
+from ci.guest import arch as guest_arch
+
 SYMBOL = re.compile(r"^\s*(?:menu)?config\s+(\w+)\s*$")
 SET = re.compile(r"^(CONFIG_\w+)=(.*)$")
 UNSET = re.compile(r"^# (CONFIG_\w+) is not set$")
@@ -113,15 +114,29 @@ def main(argv=None):
                     help="an option turned off after every fragment "
                     "(make's KCONFIG_OFF=): verified off, and said")
     ap.add_argument("--arch", default=os.environ.get("VMTEST_ARCH", ""),
-                    help="guest architecture (qemu/guest_arch.py): its "
+                    help="guest architecture (ci/guest/arch.py): its "
                     "tinyconfig fragments and make arguments")
-    ap.add_argument("fragments", nargs="+")
+    ap.add_argument("--config",
+                    help="a CONFIG= of the table (ci/build/configs.py): "
+                    "its fragments, before any given")
+    ap.add_argument("--if-possible", action="store_true",
+                    help="--config's series fragment as "
+                    "--series-if-possible (bisect-build, sparse)")
+    ap.add_argument("fragments", nargs="*")
     a = ap.parse_intermixed_args(argv)
     try:
         arch = guest_arch.load(a.arch)
+        if a.config:
+            b = ap.parse_intermixed_args(
+                configs.fragments(a.config, a.arch, a.if_possible))
+            a.fragments = b.fragments + a.fragments
+            a.series = b.series + a.series
+            a.series_if_possible = b.series_if_possible + a.series_if_possible
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if not a.fragments:
+        ap.error("no fragments: give --config NAME or FRAGMENT...")
 
     for f in a.fragments + a.series + a.series_if_possible:
         if not os.path.exists(f):

@@ -3,7 +3,7 @@
 #
 # Build perf's python binding (tools/perf/util/python.c, the module
 # 'perf') from the kernel tree for Debian's /usr/bin/python3, the
-# interpreter the guest gets (qemu/mkinitramfs.sh, PERF_PYTHON): the
+# interpreter the guest gets (ci/guest/mkinitramfs.sh, PERF_PYTHON): the
 # result is OUT_DIR/perf.so, loaded in the guest by
 # /selftests/perf_python_test. The static guest perf (build-perf.sh) has
 # NO_LIBPYTHON; this is a separate, shared build with the same optional

@@ -2,16 +2,16 @@
 # usage: build-perf-upstream.sh OUT_DIR
 #
 # Upstream perf for the interoperability tests: tools/perf of Linux 7.2
-# from Debian unstable's linux-source-7.2 (fetched by ci/fetch-deb.sh,
+# from Debian unstable's linux-source-7.2 (fetched by ci/build/fetch-deb.sh,
 # which leaves the machine's apt sources alone), built as the guest's perf
-# is (ci/build-perf.sh: static, libelf and zstd, every other optional part
+# is (ci/build/perf.sh: static, libelf and zstd, every other optional part
 # off). The result is OUT_DIR/perf; the guest has it as /bin/perf-upstream
 # and its tests record with each perf and read with the other.
 #
 # Only what perf's build reads is unpacked (tools/, scripts/, headers,
 # arch/x86 and arm64's sysreg generator), once per package version, into
 # build/perf-upstream-src.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 [ $# -eq 1 ] || die "usage: build-perf-upstream.sh OUT_DIR"
 out=$(realpath -m "$1")
@@ -32,5 +32,5 @@ if [ "$(cat "$src/.version" 2>/dev/null)" != "$version" ]; then
 		fail "unpacking $tarball failed"
 	echo "$version" >"$src/.version"
 fi
-bash "$(dirname "$0")/build-perf.sh" "$src" "$out" || exit
+bash "$(dirname "$0")/perf.sh" "$src" "$out" || exit
 echo "$pkg $version" >"$out/version"

@@ -8,9 +8,9 @@
 # is OUT_DIR/perf; an unchanged tree rebuilds nothing.
 #
 # VMTEST_ARCH=arm64 (make ARCH=arm64) cross-builds it for that guest with
-# qemu/arm64.py's CROSS_COMPILE; the static libelf, zlib and zstd it links
+# ci/guest/arm64.py's CROSS_COMPILE; the static libelf, zlib and zstd it links
 # are Debian bookworm's arm64 -dev packages, unpacked (never installed)
-# into build/sysroot-arm64 by ci/fetch-deb.sh.
+# into build/sysroot-arm64 by ci/build/fetch-deb.sh.
 #
 # PERF_SANITIZE=address builds the same perf for the host instead, linked
 # dynamically with AddressSanitizer (make perf-asan): the host tests run
@@ -28,9 +28,9 @@ case "${PERF_SANITIZE:-}" in
 	if [ ${#cross[@]} -gt 0 ]; then
 		deb_arch=$(arch NAME)
 		sysroot=$BUILD/sysroot-$deb_arch
-		bash "$ROOT/ci/fetch-deb.sh" --arch "$deb_arch" bookworm "$sysroot" \
+		bash "$ROOT/ci/build/fetch-deb.sh" --arch "$deb_arch" bookworm "$sysroot" \
 			libelf-dev libelf1 zlib1g-dev libzstd-dev >/dev/null ||
-			die "could not fetch $deb_arch's libelf, zlib, zstd (ci/fetch-deb.sh)"
+			die "could not fetch $deb_arch's libelf, zlib, zstd (ci/build/fetch-deb.sh)"
 		triplet=$(arch CROSS_COMPILE)
 		triplet=${triplet%-}
 		flags=("LDFLAGS=-static -L$sysroot/usr/lib/$triplet"

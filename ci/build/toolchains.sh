@@ -10,7 +10,7 @@
 #
 # Each suite's binutils and the libraries they run on (glibc included: a
 # newer binutils needs a newer glibc than the machine's) are fetched from
-# the machine's Debian archive with ci/fetch-deb.sh and unpacked under
+# the machine's Debian archive with ci/build/fetch-deb.sh and unpacked under
 # DIR/SUITE/root, without touching the machine's packages. DIR/SUITE/bin
 # gets `as` and `ld` wrappers that run them through the suite's own
 # dynamic loader, for `gcc -B DIR/SUITE/bin/`, and DIR/SUITE/version says
@@ -26,7 +26,7 @@
 # versions. A suite that cannot be fetched is reported and left out (exit
 # 0): the selftests built without its helpers then fail on a kernel with
 # the feature, naming it.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../guest/lib.sh"
 
 [ $# -eq 1 ] || die "usage: toolchains.sh DIR"
 mkdir -p "$1"
@@ -53,7 +53,7 @@ wrapper() {
 	[ -e "$ldso" ] || ldso=$root/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2
 	cat >"$dir/$1/bin/$2" <<EOF
 #!/bin/sh
-# $2 of Debian $1's binutils, on $1's own glibc (ci/toolchains.sh)
+# $2 of Debian $1's binutils, on $1's own glibc (ci/build/toolchains.sh)
 exec "$ldso" --library-path "$lib" "$root/usr/bin/$3" "\$@"
 EOF
 	chmod +x "$dir/$1/bin/$2"
@@ -85,7 +85,7 @@ for entry in "${SUITES[@]}"; do
 	pkgs=("${PKGS[@]}")
 	[ -z "${SFRAME_LIB[$suite]}" ] || pkgs+=("${SFRAME_LIB[$suite]}")
 	log "toolchains: fetching Debian $suite's binutils"
-	if ! bash "$ROOT/ci/fetch-deb.sh" "$suite" "$dir/$suite/root" "${pkgs[@]}" \
+	if ! bash "$ROOT/ci/build/fetch-deb.sh" "$suite" "$dir/$suite/root" "${pkgs[@]}" \
 		>"$dir/$suite.log" 2>&1; then
 		warn "toolchains: could not fetch $suite's binutils ($dir/$suite.log): the SFrame helpers of $suite are not built"
 		rm -rf "${dir:?}/$suite"

@@ -7,7 +7,7 @@
 # files the series touch (and what apply.sh looks at) are checked out:
 # git am reads nothing else, and writing all ~80k files took most of the
 # time.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../series/lib.sh"
 
 fresh=$BUILD/fresh-base
 rm -rf "$fresh"
@@ -19,7 +19,7 @@ git -C "$fresh" checkout -q -b fresh "$BASE_TAG"
 git -C "$fresh" config user.name vmtest
 git -C "$fresh" config user.email vmtest@localhost
 for s in "${SERIES_NAMES[@]}"; do
-	[ -z "$(series_files "$s")" ] || SERIES=$s "$ROOT/ci/apply.sh" "$fresh"
+	[ -z "$(series_files "$s")" ] || SERIES=$s "$ROOT/ci/series/apply.sh" "$fresh"
 done
 rm -rf "$fresh"
 log "every series applies to $BASE_TAG in turn: ${SERIES_NAMES[*]}"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage: bisect-build.sh KERNEL_SRC FRAGMENT...
+# usage: bisect-build.sh KERNEL_SRC KCONFIG_ARGS...
 #
 # Prove the series is bisectable: check out every commit of KERNEL_SRC
 # since the base (the fixes series, then the feature series, in the
@@ -13,16 +13,19 @@
 # configuration (build/out/bisect/built.list) is not built again, so after
 # a change to patch N only patches N.. are rebuilt, a reorder of perf
 # patches rebuilds no kernel, and new kernel-only patches no perf.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../series/lib.sh"
+. "$(dirname "$0")/../build/lib.sh"
 
 # The harness files a build depends on (the cache key): this script
 # decides what is built, lib.sh holds use_kernel_cc and perf's switches,
-# qemu/x86_64.py the make target. tests/test_build.py keeps it whole.
-BUILD_DEPS=(ci/bisect-build.sh ci/lib.sh ci/build-kernel.sh ci/kconfig.py
-	ci/build-perf.sh ci/build-perf-python.sh ci/fetch-deb.sh qemu/guest_arch.py
-	qemu/x86_64.py)
+# ci/guest/x86_64.py the make target. tests/test_build.py keeps it whole.
+BUILD_DEPS=(ci/checks/bisect-build.sh ci/lib.sh ci/series/lib.sh ci/build/lib.sh
+	ci/guest/lib.sh ci/build/kernel.sh ci/build/kconfig.py ci/build/configs.py
+	ci/build/perf.sh ci/build/perf-python.sh ci/build/fetch-deb.sh ci/guest/arch.py
+	ci/guest/x86_64.py)
+mapfile -t -O "${#BUILD_DEPS[@]}" BUILD_DEPS < <(cd "$ROOT" && ls ci/guest/config/*.config)
 
-[ $# -ge 2 ] || die "usage: bisect-build.sh KERNEL_SRC FRAGMENT..."
+[ $# -ge 2 ] || die "usage: bisect-build.sh KERNEL_SRC KCONFIG_ARGS..."
 src=$(realpath "$1")
 shift
 git -C "$src" rev-parse -q --verify "$BASE_TAG^{commit}" >/dev/null ||
@@ -30,7 +33,7 @@ git -C "$src" rev-parse -q --verify "$BASE_TAG^{commit}" >/dev/null ||
 mapfile -t commits < <(git -C "$src" rev-list --reverse "$BASE_TAG..HEAD")
 [ "${#commits[@]}" -gt 0 ] || die "$src has no commits after $BASE_TAG"
 # Which series each commit is in, for the report: the fixes end where
-# ci/fixes.txt says (count_fixes); a tree it does not fit (another
+# ci/series/fixes.txt says (count_fixes); a tree it does not fit (another
 # order, KERNEL=DIR of someone else) is still built, unlabelled.
 nfix=$( (count_fixes "$src" "$BASE_TAG") 2>/dev/null) || nfix=
 
@@ -45,11 +48,11 @@ trap 'git -C "$src" worktree remove --force "$wt" 2>/dev/null' EXIT
 
 # A commit in the middle may define a series option before anything can
 # enable it: build what that commit allows instead of refusing.
-series_if_possible "$@"
-set -- "${FRAGS[@]}"
+set -- "$@" --if-possible
 
-# What a build depends on besides the tree: the fragments and every file
-# of the harness that the builds below run or read.
+# What a build depends on besides the tree: kconfig.py's arguments and
+# every file of the harness that the builds below run or read (the
+# configuration table's fragments among them).
 config_id=$(for a in "$@" "${BUILD_DEPS[@]}"; do
 	if [ -f "$a" ]; then cat "$a"; else echo "$a"; fi
 done | md5sum | cut -c1-12)
@@ -97,7 +100,7 @@ for c in "${commits[@]}"; do
 	t0=$SECONDS
 	what=
 	if [ -n "$want_kernel" ]; then
-		"$ROOT/ci/build-kernel.sh" "$wt" "$out/kobj" "$@" >"$out/kernel.log" 2>&1 || {
+		"$ROOT/ci/build/kernel.sh" "$wt" "$out/kobj" "$@" >"$out/kernel.log" 2>&1 || {
 			tail -30 "$out/kernel.log" >&2
 			fail "[$i/${#commits[@]}] kernel does not build at: $subject"
 		}
@@ -105,13 +108,13 @@ for c in "${commits[@]}"; do
 		echo "$kkey" >>"$built"
 	fi
 	if [ -n "$want_perf" ]; then
-		"$ROOT/ci/build-perf.sh" "$wt" "$out/perf" >"$out/perf.log" 2>&1 || {
+		"$ROOT/ci/build/perf.sh" "$wt" "$out/perf" >"$out/perf.log" 2>&1 || {
 			tail -30 "$out/perf.log" >&2
 			fail "[$i/${#commits[@]}] perf does not build at: $subject"
 		}
 		what="${what:+$what + }perf"
 		# perf.so links perf's util objects too, python.c besides them.
-		"$ROOT/ci/build-perf-python.sh" "$wt" "$out/perf-python" >"$out/perf-python.log" 2>&1 || {
+		"$ROOT/ci/build/perf-python.sh" "$wt" "$out/perf-python" >"$out/perf-python.log" 2>&1 || {
 			tail -30 "$out/perf-python.log" >&2
 			fail "[$i/${#commits[@]}] perf's python binding does not build at: $subject"
 		}

@@ -10,7 +10,7 @@
 # runs both debug steps in the slow-host mode (make vmtest SLOW=on).
 # Stops at the first failing step and names it; prints each step's time
 # at the end.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 cd "$ROOT"
 times=()
@@ -40,7 +40,7 @@ fi
 # The series built without CONFIG_UNWIND_USER: the defer bits are refused.
 step vmtest-nounwind make -s vmtest CONFIG=nounwind FILTER='Abi.*'
 # The arm64 guest: cross-built kernel, perf and selftests, QEMU's virt
-# machine under TCG with pseudo-NMIs (qemu/arm64.py, doc/arm64.md).
+# machine under TCG with pseudo-NMIs (ci/guest/arm64.py, doc/arm64.md).
 if [ "${CHECK_ARM64:-1}" = 1 ]; then
 	step vmtest-arm64 make -s vmtest ARCH=arm64 CONFIG=normal
 	if [ "${CHECK_DEBUG:-1}" = 1 ]; then

@@ -3,7 +3,7 @@
 # scripts/checkpatch.pl --strict over every patch of both series (fixes,
 # feature). Any error, warning or check fails (exit 1) and is printed with
 # the patch's series and name.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../series/lib.sh"
 
 src=$1
 [ -x "$src/scripts/checkpatch.pl" ] || die "$src/scripts/checkpatch.pl missing: run 'make tree'"

@@ -10,7 +10,7 @@
 # inputs run and the findings; a finding is kept under
 # build/fuzz/sframe/findings/ and fails the run (exit 1). FUZZ_OPTIONAL=1
 # (make test's run): a tree without the reader is skipped, not an error.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 [ $# -eq 2 ] || die "usage: fuzz.sh SECONDS KSRC"
 secs=$1 ksrc=$(cd "$2" 2>/dev/null && pwd) ||

@@ -6,7 +6,8 @@
 # changes must have no warning that the unpatched base did not have
 # (include/linux/perf_event.h, for one, has old ones). Exit 1 with the new
 # warnings otherwise.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../series/lib.sh"
+. "$(dirname "$0")/../build/lib.sh"
 
 src=$(realpath "$1")
 base=${2:-$BASE_TAG}

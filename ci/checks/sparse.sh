@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage: sparse.sh KERNEL_SRC KOBJ OUTDIR FRAGMENT...
+# usage: sparse.sh KERNEL_SRC KOBJ OUTDIR KCONFIG_ARGS...
 #
 # sparse (C=2) over the kernel C files the series adds or changes, on the
 # patched tree and on the unpatched base (a detached worktree at the base
@@ -15,9 +15,10 @@
 # Both kernels are built first (incrementally, through ccache), since
 # sparse on single objects needs a prepared tree; C=2 then checks the
 # named objects whether or not they need recompiling.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../series/lib.sh"
+. "$(dirname "$0")/../build/lib.sh"
 
-[ $# -ge 4 ] || die "usage: sparse.sh KERNEL_SRC KOBJ OUTDIR FRAGMENT..."
+[ $# -ge 4 ] || die "usage: sparse.sh KERNEL_SRC KOBJ OUTDIR KCONFIG_ARGS..."
 command -v sparse >/dev/null || die "sparse is not installed: run 'make deps'"
 src=$(realpath "$1") kobj=$(realpath -m "$2") out=$(realpath -m "$3")
 shift 3
@@ -28,8 +29,7 @@ mapfile -t files < <(series_sources "$src" "$BASE_TAG" AM | grep '\.c$')
 
 # The base defines none of the series' options.
 given=("$@")
-series_if_possible "$@"
-frags=("${FRAGS[@]}")
+frags=("$@" --if-possible)
 
 wt=$BUILD/sparse-base
 mkdir -p "$out"
@@ -52,7 +52,7 @@ check() {
 	# The patched tree gets the fragments as given: the series' options
 	# must be there.
 	[ "$tree" = "$src" ] && frags=("${given[@]}")
-	"$ROOT/ci/build-kernel.sh" "$tree" "$kobj" "${frags[@]}" \
+	"$ROOT/ci/build/kernel.sh" "$tree" "$kobj" "${frags[@]}" \
 		>"$logf.build" 2>&1 || {
 		tail -30 "$logf.build" >&2
 		fail "$tree does not build: see $logf.build"

@@ -22,7 +22,7 @@
 # CHECKS="checkpatch kernel-doc" runs only those. SUBMIT_CMD_<name> (name
 # with - turned into _) replaces a check's command, e.g. for the tests:
 #   SUBMIT_CMD_sparse='echo stub; exit 1'
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 ALL="apply-fresh checkpatch kernel-doc bisect-build sparse kunit vmtest vmtest-debug"
 checks=${CHECKS:-$ALL}

@@ -16,7 +16,7 @@ import signal
 import subprocess
 import time
 
-import guest_arch
+from ci.guest import arch as guest_arch
 
 FIRST_LINE = b"Linux version"
 
@@ -86,7 +86,7 @@ def choose(forced, qemu, kernel, timeout=10, cache=None, arch=None):
 
     cache: a file that keeps the probe's answer for this boot of the host,
     so a host whose KVM hangs pays the probe's timeout once. arch: the
-    guest's module (qemu/guest_arch.py; default x86_64): KVM runs a guest
+    guest's module (ci/guest/arch.py; default x86_64): KVM runs a guest
     only on a host of its own architecture, so on any other it is TCG
     without a probe."""
     arch = arch or guest_arch.load("x86_64")

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Which guest architecture a run is for: ARCH= of make, VMTEST_ARCH of
-the scripts. Each one's details are data in qemu/<name>.py (x86_64.py,
+the scripts. Each one's details are data in ci/guest/<name>.py (x86_64.py,
 arm64.py); this file only maps a name to that module.
 
-usage: guest_arch.py NAME            print the canonical name, or say why
+usage: python3 -m ci.guest.arch NAME            print the canonical name, or say why
                                      not (exit 2)
-       guest_arch.py NAME SETTING    print one setting of that module (a
+       python3 -m ci.guest.arch NAME SETTING    print one setting of that module (a
                                      list as words, a dict as key<TAB>value
                                      lines, a bool as yes or nothing)
 """
@@ -13,14 +13,38 @@ import importlib
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
 # Canonical name -> the names make and the kernel's own ARCH= use for it.
 KNOWN = {
     "x86_64": ("x86_64", "x86"),
     "arm64": ("arm64", "aarch64"),
 }
 DEFAULT = "x86_64"
+
+# The shape every architecture's module declares: each setting and its
+# type, nothing else (tests/test_arch.py checks both modules against it),
+# so a third architecture is one more file of the same shape.
+SHAPE = {
+    "NAME": str, "QEMU": str, "KERNEL_IMAGE": str, "MAKE_TARGET": str,
+    "MAKE_ARGS": list, "CROSS_COMPILE": str, "TINY_CONFIGS": list,
+    "GUEST_CONFIG": str, "CMAKE_ARGS": list, "SERIES_MODE": str,
+    "SMP": int, "CMDLINE": str, "PROBE_CMDLINE": str, "KVM_HOSTS": list,
+    "KVM_ARGS": list, "TCG_ARGS": list, "SERIAL": list, "RESULTS_TTY": str,
+    "BUSYBOX_DEB": str, "PACK_PYTHON": bool, "LEFT_OUT": dict,
+    "channel_args": type(lambda: None),
+}
+
+
+def shape_problems(mod):
+    """What MOD, an architecture's module, lacks, has of another type, or
+    has that SHAPE does not declare."""
+    have = {k: v for k, v in vars(mod).items() if not k.startswith("_")}
+    out = [f"no {k}" for k in SHAPE if k not in have]
+    out += [f"{k} is a {type(v).__name__}, not a {SHAPE[k].__name__}"
+            for k, v in have.items() if k in SHAPE
+            and not isinstance(v, SHAPE[k])]
+    out += [f"{k} is not in ci/guest/arch.py's SHAPE" for k in have
+            if k not in SHAPE]
+    return out
 
 
 def canonical(name):
@@ -38,7 +62,7 @@ def load(name=None):
     x86_64)."""
     if name is None:
         name = os.environ.get("VMTEST_ARCH", "")
-    return importlib.import_module(canonical(name))
+    return importlib.import_module(f"ci.guest.{canonical(name)}")
 
 
 def main(argv):
@@ -55,7 +79,7 @@ def main(argv):
         return 0
     val = getattr(mod, argv[1], None)
     if val is None:
-        print(f"error: qemu/{mod.NAME}.py has no setting {argv[1]}",
+        print(f"error: ci/guest/{mod.NAME}.py has no setting {argv[1]}",
               file=sys.stderr)
         return 2
     if isinstance(val, dict):  # one "key<TAB>value" line each

@@ -12,7 +12,7 @@ CROSS_COMPILE = "aarch64-linux-gnu-"
 MAKE_ARGS = ["ARCH=arm64", f"CROSS_COMPILE={CROSS_COMPILE}"]
 # arm64 has no tiny.config of its own.
 TINY_CONFIGS = ["kernel/configs/tiny-base.config", "kernel/configs/tiny.config"]
-GUEST_CONFIG = "qemu/config/arm64.config"
+GUEST_CONFIG = "ci/guest/config/arm64.config"
 # --series-if-possible: a tree whose series does not enable the feature on
 # arm64 yet (it selects HAVE_UNWIND_USER_FP on x86 alone) is built and
 # booted without it, with a note, and its feature tests skip as "feature
@@ -24,7 +24,7 @@ SMP = 2
 # The console is the first PL011 (ttyAMA0). Pseudo-NMIs on: perf's PMU
 # interrupt is then an NMI, as the deferred requests must survive.
 # QEMU 7.2's virt has one non-secure PL011, so the results channel is a
-# virtio console (hvc0, vmtest.results= tells qemu/init).
+# virtio console (hvc0, vmtest.results= tells ci/guest/init).
 CMDLINE = ("console=ttyAMA0 earlycon=pl011,0x9000000 panic=-1 "
            "rdinit=/init no_hash_pointers irqchip.gicv3_pseudo_nmi=1 "
            "vmtest.results=hvc0")
@@ -46,7 +46,7 @@ CMAKE_ARGS = ["-DCMAKE_SYSTEM_NAME=Linux", "-DCMAKE_SYSTEM_PROCESSOR=aarch64",
               f"-DCMAKE_CXX_COMPILER={CROSS_COMPILE}g++",
               "-DGTEST_FROM_SOURCE=/usr/src/googletest"]
 # busybox-static of Debian bookworm's arm64 port, fetched and unpacked
-# (never installed) by ci/fetch-deb.sh --arch arm64.
+# (never installed) by ci/build/fetch-deb.sh --arch arm64.
 BUSYBOX_DEB = "busybox-static"
 # No python3 in this guest: Debian's python3 on the host is an x86-64
 # binary, and an aarch64 one with its libraries is not fetched.

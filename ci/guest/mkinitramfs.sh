@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # usage: mkinitramfs.sh OUT.cpio.gz SELFTEST_DIR KERNEL_SRC
 #
-# The guest's initramfs: busybox-static, qemu/init as /init, and every file
+# The guest's initramfs: busybox-static, ci/guest/init as /init, and every file
 # of SELFTEST_DIR (the installed selftests and helpers) under /selftests.
 # Built with the kernel's gen_init_cpio from a file list, so it needs no
 # root for device nodes and is byte-for-byte reproducible.
@@ -14,7 +14,7 @@
 # /bin/tests/shell/, where 'perf test' looks for them beside /bin/perf
 # (run by /selftests/perf_shell_test).
 # PERF_PYTHON, when set, is perf's python binding built for Debian's
-# /usr/bin/python3 (ci/build-perf-python.sh): the guest gets that
+# /usr/bin/python3 (ci/build/perf-python.sh): the guest gets that
 # interpreter as /usr/bin/python3, the shared libraries it and the module
 # need (ldd, at their host paths), the module as
 # /usr/lib/python3.11/lib-dynload/perf.*.so and only the stdlib files that
@@ -22,10 +22,10 @@
 # doing those imports on the host with python3 -IS, as the test runs);
 # /selftests/perf_python_test runs it.
 # VMTEST_ARCH (make's ARCH=) picks the guest architecture: another one
-# than the host's gets its busybox-static from Debian (qemu/<arch>.py's
+# than the host's gets its busybox-static from Debian (ci/guest/<arch>.py's
 # BUSYBOX_DEB), and the files its LEFT_OUT names are not packed: they are
 # listed with the reason in OUT.cpio.gz.left_out, which the verdict names.
-. "$(dirname "$0")/../ci/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 [ $# -eq 3 ] || die "usage: mkinitramfs.sh OUT.cpio.gz SELFTEST_DIR KERNEL_SRC"
 out=$1 tests=$2 ksrc=$3
@@ -33,8 +33,8 @@ busybox=/bin/busybox # from busybox-static: the guest has no libc
 bbdeb=$(arch BUSYBOX_DEB)
 if [ -n "$bbdeb" ]; then
 	bbdir=$BUILD/busybox-$(arch NAME)
-	bash "$ROOT/ci/fetch-deb.sh" --arch "$(arch NAME)" bookworm "$bbdir" "$bbdeb" >/dev/null ||
-		die "could not fetch $bbdeb for $(arch NAME) (ci/fetch-deb.sh)"
+	bash "$ROOT/ci/build/fetch-deb.sh" --arch "$(arch NAME)" bookworm "$bbdir" "$bbdeb" >/dev/null ||
+		die "could not fetch $bbdeb for $(arch NAME) (ci/build/fetch-deb.sh)"
 	busybox=$bbdir/bin/busybox
 fi
 [ -x "$busybox" ] || die "$busybox missing: run 'make deps' (busybox-static)"
@@ -93,7 +93,7 @@ python_files() {
 		realpath "$py"
 		ldd "$py" "$so" | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^\t\(\/[^ ]*\) .*/\1/p'
 		# The stdlib files the test's imports load (the script says how).
-		LC_ALL=C "$py" -IS "$ROOT/qemu/python_stdlib.py" "$stage/pymod" "$stdlib" \
+		LC_ALL=C "$py" -IS "$ROOT/ci/guest/python_stdlib.py" "$stage/pymod" "$stdlib" \
 			"$ROOT/selftests/perf_python_test.py"
 	} | sort -u >"$stage/python.list"
 	while read -r f; do
@@ -130,7 +130,7 @@ python_files() {
 		mktemp head tail wc dd cp printf basename dirname; do
 		echo "slink /bin/$app /bin/busybox 0777 0 0"
 	done
-	echo "file /init $ROOT/qemu/init 0755 0 0"
+	echo "file /init $ROOT/ci/guest/init 0755 0 0"
 	if [ -n "${PERF_BIN:-}" ]; then
 		[ -x "$PERF_BIN" ] || die "PERF_BIN=$PERF_BIN missing: run 'make perf'"
 		echo "file /bin/perf $(strip_copy "$PERF_BIN" /bin/perf) 0755 0 0"

@@ -1,8 +1,8 @@
 """The stdlib files that a guest Python program's imports load.
 
-usage: python3 -IS python_stdlib.py PYMOD_DIR STDLIB PROGRAM
+usage: python3 -IS ci/guest/python_stdlib.py PYMOD_DIR STDLIB PROGRAM
 
-Run by qemu/mkinitramfs.sh with the interpreter the guest gets, isolated
+Run by ci/guest/mkinitramfs.sh with the interpreter the guest gets, isolated
 as the guest runs it. Imports the modules of PROGRAM's top-level
 'import X' lines, then perf (from PYMOD_DIR), and prints one a line the
 file and the cached file under STDLIB of every module loaded (not frozen,
@@ -41,11 +41,29 @@ def stdlib_files(stdlib):
     return out + [stdlib + "/os.py"]
 
 
+def import_from(name, directory):
+    """Import NAME from DIRECTORY only (perf.so, which the guest finds in
+    lib-dynload), through the finders the interpreter already has, so that
+    the search path of the program's own imports stays the guest's."""
+    for finder in sys.meta_path:
+        spec = finder.find_spec(name, [directory])
+        if spec:
+            # An extension module is made by its loader; a source one
+            # (the tests' stand-in for perf.so) is a plain module.
+            module = spec.loader.create_module(spec) or type(sys)(name)
+            module.__spec__, module.__loader__ = spec, spec.loader
+            module.__file__ = spec.origin
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+            return module
+    raise ImportError(f"no module {name} in {directory}")
+
+
 def main(argv):
     pymod, stdlib, program = argv
-    sys.path.insert(0, pymod)
-    for m in program_imports(program) + ["perf"]:
+    for m in program_imports(program):
         __import__(m)
+    import_from("perf", pymod)
     for f in stdlib_files(stdlib):
         print(f)
 

@@ -1,22 +1,26 @@
 #!/usr/bin/env python3
 """Boot the test guest once and save what it said.
 
-usage: vm.py --kernel BZIMAGE --initrd CPIO --out DIR [--smp N] [--mem M]
+usage: python3 -m ci.guest.vm --kernel BZIMAGE --initrd CPIO --out DIR
+             [--kernel-config FILE] [--smp N] [--mem M]
              [--timeout S] [--filter GTEST_FILTER] [--jobs N]
              [--accel kvm|tcg] [--bench PLAN] [--stress SECONDS]
              [--stress-args A,B] [--stuck-grace S] [--slow N]
 
-Writes DIR/console.log (ttyS0: boot log, KUnit, splats), DIR/results.log
-(ttyS1: the selftests' KTAP) and DIR/run.json (accelerator, times, exit
-status, whether the host timeout fired, "stopped" when the guest was
-stopped early). It decides nothing: the verdict is ci/vmtest's, read from
+The one writer of the run directory DIR, made anew: DIR/console.log
+(ttyS0: boot log, KUnit, splats), DIR/results.log (ttyS1: the selftests'
+KTAP), DIR/run.json (accelerator, times, exit status, whether the host
+timeout fired, "stopped" when the guest was stopped early), and what the
+judges need of the inputs: DIR/kernel.config (--kernel-config, the
+kernel's .config), DIR/programs.txt and DIR/left_out.txt (the initramfs's
+CPIO.programs and CPIO.left_out, written by ci/guest/mkinitramfs.sh). It decides nothing: the verdict is ci/judge/vmtest's, read from
 those logs. --slow N (make vmtest SLOW=) runs the guest as on a host N
 times slower: QEMU gets 1/N of every 3 ms (SIGSTOP and SIGCONT), so the
 guest's clock goes on at the host's pace while it runs 1/N of the
 instructions, in user and kernel code alike.
 It only watches the console as it streams, and stops the
 guest --stuck-grace seconds after the first soft lockup, hung task or RCU
-stall (ci/vmtest/splat.py's STUCK): such a guest never finishes by itself
+stall (ci/console.py's STUCK): such a guest never finishes by itself
 and fails on that report anyway, so waiting for --timeout wastes minutes.
 """
 import argparse
@@ -30,14 +34,9 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import accel  # noqa: E402
-import guest_arch  # noqa: E402
-
-# What a stuck report looks like is ci/vmtest's to say, as every splat.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))), "ci"))
-from vmtest import splat  # noqa: E402
+from ci.console import Watch
+from ci.guest import accel
+from ci.guest import arch as guest_arch
 
 
 class Tail:
@@ -155,6 +154,8 @@ def main(argv=None):
     ap.add_argument("--kernel", required=True)
     ap.add_argument("--initrd", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--kernel-config", default="",
+                    help="the kernel's .config, kept as DIR/kernel.config")
     ap.add_argument("--smp", type=int, default=4)
     ap.add_argument("--mem", default="2G")
     ap.add_argument("--timeout", type=int, default=600,
@@ -185,7 +186,7 @@ def main(argv=None):
                     "times slower (on: 3)")
     ap.add_argument("--arch", default=os.environ.get("VMTEST_ARCH", ""),
                     help="the guest's architecture: x86_64 (default) or "
-                    "arm64 (qemu/guest_arch.py)")
+                    "arm64 (ci/guest/arch.py)")
     a = ap.parse_args(argv)
     try:
         arch = guest_arch.load(a.arch)
@@ -216,7 +217,14 @@ def main(argv=None):
     if slow is not None:
         why += f"; slow-host mode (SLOW=): 1/{slow:g} of the host's time"
     print(f"vm: accelerator {acc}: {why}")
-    os.makedirs(a.out, exist_ok=True)
+    shutil.rmtree(a.out, ignore_errors=True)
+    os.makedirs(a.out)
+    inputs = [(a.kernel_config, "kernel.config"),
+              (a.initrd + ".programs", "programs.txt"),
+              (a.initrd + ".left_out", "left_out.txt")]
+    for src, name in inputs:
+        if src and os.path.exists(src):
+            shutil.copyfile(src, os.path.join(a.out, name))
     for name in arch.SERIAL:
         open(os.path.join(a.out, f"{name}.log"), "w").close()
     accel_args = arch.KVM_ARGS if acc == "kvm" else arch.TCG_ARGS
@@ -237,7 +245,7 @@ def main(argv=None):
     throttle = Throttle(proc, slow) if slow is not None else None
     timed_out, stopped = False, None
     console = Tail(os.path.join(a.out, "console.log"))
-    watch = splat.Watch(a.stuck_grace)
+    watch = Watch(a.stuck_grace)
     try:
         if throttle:
             throttle.start()

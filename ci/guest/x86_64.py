@@ -12,10 +12,10 @@ TINY_CONFIGS = ["kernel/configs/tiny-base.config", "kernel/configs/tiny.config",
                 "arch/x86/configs/tiny.config"]
 # The guest config's options that only this architecture has, verified
 # like guest.config's.
-GUEST_CONFIG = "qemu/config/x86_64.config"
+GUEST_CONFIG = "ci/guest/config/x86_64.config"
 # The selftests' CMake: the host's compilers and GoogleTest.
 CMAKE_ARGS = []
-# How ci/kconfig.py takes series.config: --series, every option the tree
+# How ci/build/kconfig.py takes series.config: --series, every option the tree
 # defines must be enabled.
 SERIES_MODE = "--series"
 # vCPUs of a make vmtest guest (SMP= overrides).
@@ -24,16 +24,16 @@ SMP = 4
 # turns that reboot into QEMU's exit, so a panic ends the run in seconds.
 CMDLINE = ("console=ttyS0,115200 panic=-1 rdinit=/init "
            "tsc=reliable no_hash_pointers")
-# The KVM probe (qemu/accel.py): the earliest console line, then nothing.
+# The KVM probe (ci/guest/accel.py): the earliest console line, then nothing.
 PROBE_CMDLINE = "earlyprintk=serial,ttyS0,115200 console=ttyS0 panic=-1"
 # KVM runs this guest only on a host of the same architecture.
 KVM_HOSTS = ["x86_64"]
 KVM_ARGS = ["-machine", "q35,accel=kvm", "-cpu", "host"]
 TCG_ARGS = ["-machine", "q35", "-cpu", "max", "-accel", "tcg,thread=multi"]
 # Two serial ports: ttyS0 is the kernel console, ttyS1 the guest's results
-# channel (KTAP from qemu/init). The verdict never shares the console.
+# channel (KTAP from ci/guest/init). The verdict never shares the console.
 SERIAL = ["console", "results"]
-# The results channel's device in the guest (qemu/init's vmtest.results=).
+# The results channel's device in the guest (ci/guest/init's vmtest.results=).
 RESULTS_TTY = "ttyS1"
 # The guest's busybox: the host's own (busybox-static), not a package of
 # another architecture (see arm64.py).

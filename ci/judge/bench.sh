@@ -2,11 +2,11 @@
 # usage: bench.sh KOBJ INITRD OUT_DIR SMP PLAN
 #
 # make bench: boot the guest once running only selftests/bench with PLAN
-# (quick, full or exitpath; qemu/init's vmtest.bench=), under the build lock so
+# (quick, full or exitpath; ci/guest/init's vmtest.bench=), under the build lock so
 # that no build shares the two cores with the timed runs, then judge,
-# tabulate and plot it (ci/bench/). Exit: 0 a whole run, 1 a broken
+# tabulate and plot it (ci/judge/bench/). Exit: 0 a whole run, 1 a broken
 # run or deferral over its limits, 2 usage.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../guest/lib.sh"
 
 [ $# -eq 5 ] || die "usage: bench.sh KOBJ INITRD OUT_DIR SMP PLAN"
 kobj=$1 initrd=$2 dir=$3 smp=$4 plan=$5
@@ -19,4 +19,4 @@ esac
 t0=$SECONDS
 boot_guest "$kobj" "$initrd" "$dir" "$smp" "$timeout" --bench "$plan"
 log "bench: guest run $((SECONDS - t0)) s (lock wait included)"
-exec /usr/bin/python3 "$ROOT/ci/bench" "$dir" --system-map "$kobj/System.map"
+exec /usr/bin/python3 -m ci.judge.bench "$dir" --system-map "$kobj/System.map"

@@ -13,7 +13,7 @@
 # tests/data/series/debug (tests/test_verdict.py judges them again).
 # With NAME RUN_DIR: keep that run (after a make vmtest whose verdict you
 # checked). tests/data/README says which runs are kept.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../series/lib.sh"
 
 # save NAME RUN_DIR
 save() {

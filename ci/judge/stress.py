@@ -1,19 +1,19 @@
 #!/usr/bin/env python3
 """make stress, the host side: the verdict of one stress run.
 
-usage: stress.py RUN_DIR
+usage: python3 -m ci.judge.stress RUN_DIR
 
-RUN_DIR holds what qemu/vm.py saved of a guest that ran selftests/stress
+RUN_DIR holds what ci/guest/vm.py saved of a guest that ran selftests/stress
 (results.log: its stress-* lines, init's exit, taint and kmemleak lines;
 console.log; run.json). Prints the operation counts and the cookie
 accounting, writes summary.json there, and fails the run on:
 
   - a soft lockup, hung task or RCU stall: the first FAIL line names the
-    first one, its task and innermost frames, and says whether qemu/vm.py
+    first one, its task and innermost frames, and says whether ci/guest/vm.py
     stopped the guest there (run.json's "stopped", kept in summary.json);
   - a guest that did not finish (no done marker, console cut short),
     or a stress program that did not start, end or exit 0;
-  - any splat on the console (ci/vmtest/splat.py: WARN, BUG, KASAN,
+  - any splat on the console (ci/judge/vmtest/splat.py: WARN, BUG, KASAN,
     lockdep, RCU stall, hung task, soft lockup, ...), any new taint;
   - any kmemleak report after the final scan, or no kmemleak at all;
   - a kernel without defer_callchain (the stress kernel has the series),
@@ -44,10 +44,9 @@ import os
 import re
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "ci"))
-from vmtest import rundir  # noqa: E402
-from vmtest.kvline import fields  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from ci.judge.vmtest import rundir
+from ci.judge.vmtest.tagged_lines import fields
 
 # Kinds every run must have done at least once, successfully: the
 # fuzzer's core and each lifecycle storm (selftests/stress.cc).
@@ -307,7 +306,7 @@ def summary(parsed):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
-        print("usage: stress.py RUN_DIR", file=sys.stderr)
+        print("usage: python3 -m ci.judge.stress RUN_DIR", file=sys.stderr)
         return 2
     try:
         run = rundir.load(argv[0], need_results=True)

@@ -4,12 +4,12 @@
 # Regenerate patches/ from TREE's commits since BASE (default: the
 # vmtest-base tag of build/linux), as two series (SERIES_NAMES in lib.sh):
 #
-#   patches/fixes/    the first commits, those ci/fixes.txt names: fixes of
+#   patches/fixes/    the first commits, those ci/series/fixes.txt names: fixes of
 #                     Linux itself, based on BASE, cover letter from
-#                     ci/fixes-cover-letter.txt
+#                     ci/series/fixes-cover-letter.txt
 #   patches/feature/  the rest, based on the fixes (format-patch --base
 #                     gives BASE and the fixes' prerequisite-patch-id
-#                     lines), cover letter from ci/cover-letter.txt
+#                     lines), cover letter from ci/series/cover-letter.txt
 #
 # count_fixes (lib.sh) refuses a tree where a listed fix is missing or
 # comes after a feature commit. Output is stable: fixed file names, no
@@ -51,8 +51,8 @@ cover() {
 	if [ "$name" = feature ] && [ "$from" != "$base" ]; then
 		# The feature is based on the fixes: say so, as make send does.
 		git -C "$tree" log --reverse --format=%s "$base..$from" >"$tmp/fixes.subjects"
-		/usr/bin/python3 "$ROOT/ci/send_prep.py" based-on --subjects "$tmp/fixes.subjects" -- \
-			"[PATCH 0/$(wc -l <"$tmp/fixes.subjects")] $(sed -n 1p "$ROOT/ci/fixes-cover-letter.txt")"
+		/usr/bin/python3 -m ci.series.send_prep based-on --subjects "$tmp/fixes.subjects" -- \
+			"[PATCH 0/$(wc -l <"$tmp/fixes.subjects")] $(sed -n 1p "$ROOT/ci/series/fixes-cover-letter.txt")"
 	fi
 	git -C "$tree" shortlog "$from..$to"
 	git -C "$tree" diff --stat=72 --summary "$from..$to"
@@ -83,7 +83,7 @@ export_series() {
 mkdir -p "$PATCHES"
 # The one-series layout of before: its files are replaced.
 rm -f "$PATCHES"/[0-9][0-9][0-9][0-9]-*.patch
-export_series fixes "$base" "$fixhead" "$ROOT/ci/fixes-cover-letter.txt"
-export_series feature "$fixhead" HEAD "$ROOT/ci/cover-letter.txt"
+export_series fixes "$base" "$fixhead" "$ROOT/ci/series/fixes-cover-letter.txt"
+export_series feature "$fixhead" HEAD "$ROOT/ci/series/cover-letter.txt"
 log "exported $n patches to $PATCHES: $nfix fixes, $((n - nfix)) feature" \
 	"($(git -C "$ROOT" status --porcelain -- "$PATCHES" 2>/dev/null | wc -l) files changed)"

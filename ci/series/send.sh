@@ -8,12 +8,12 @@
 # what would go out. SEND=1 sends them for real, the fixes first, and tags
 # what was sent fixes-vN and series-vN.
 #
-#   - The two series: TREE's first commits, those ci/fixes.txt names, are
+#   - The two series: TREE's first commits, those ci/series/fixes.txt names, are
 #     the fixes of Linux itself, a series of their own based on BASE with
-#     the cover letter ci/fixes-cover-letter.txt; the rest is the
+#     the cover letter ci/series/fixes-cover-letter.txt; the rest is the
 #     feature, based on the fixes (its cover letter says so, and
 #     format-patch's prerequisite-patch-id lines name them), with the
-#     cover letter ci/cover-letter.txt. count_fixes (lib.sh) refuses a
+#     cover letter ci/series/cover-letter.txt. count_fixes (lib.sh) refuses a
 #     tree where a listed fix is missing or comes after the feature. Each
 #     series is its own thread, with its own recipients.
 #
@@ -38,17 +38,17 @@
 #     receive no mail, are left out and named. TO= and CC= (comma
 #     separated) add more. The whole series goes to everybody, threaded
 #     under the cover letter.
-#   - The cover letters: ci/fixes-cover-letter.txt (which tests prove each
-#     fix, on 6.12 and 7.2), or ci/cover-letter.txt and the fixes series
+#   - The cover letters: ci/series/fixes-cover-letter.txt (which tests prove each
+#     fix, on 6.12 and 7.2), or ci/series/cover-letter.txt and the fixes series
 #     it is based on; then "Changes in vN" (CHANGES=FILE adds hand-written
 #     notes, to the feature's letter; then what the range-diff says per
-#     patch), for the feature "Tested" (ci/tested.py: the latest make
+#     patch), for the feature "Tested" (ci/series/tested_section.py: the latest make
 #     vmtest runs under RESULTS, default build/out/linux) and
 #     format-patch's shortlog, diffstat, range-diff and base-commit (and
 #     prerequisite-patch-id).
 #
 # The text work (recipients, "Changes in vN", the cover letter's blanks) is
-# ci/send_prep.py's, tested in tests/test_send.py.
+# ci/series/send_prep.py's, tested in tests/test_send.py.
 #
 # Refuses (exit 2, saying what to set) when user.name or user.email is
 # missing, V is not a number, SEND=1 would send a version already tagged,
@@ -157,7 +157,7 @@ rm -rf "$vout"
 mkdir -p "$vout"
 
 # --- recipients ------------------------------------------------------------
-prep() { /usr/bin/python3 "$ROOT/ci/send_prep.py" "$@"; }
+prep() { /usr/bin/python3 -m ci.series.send_prep "$@"; }
 
 if prep reserved -- "<$email>"; then
 	[ "$send" = 0 ] || die "user.email $email is in a reserved domain: nobody could" \
@@ -206,7 +206,7 @@ make_series() {
 		if [ "$name" = feature ] && [ "$from" != "$base_commit" ]; then
 			git -C "$tree" log --reverse --format=%s "$base_commit..$from" >"$w/fixes"
 			prep based-on --subjects "$w/fixes" -- \
-				"[PATCH v$v 0/$(wc -l <"$w/fixes")] $(sed -n 1p "$ROOT/ci/fixes-cover-letter.txt")"
+				"[PATCH v$v 0/$(wc -l <"$w/fixes")] $(sed -n 1p "$ROOT/ci/series/fixes-cover-letter.txt")"
 		fi
 		# "Changes in vN" (none for v1): against v(N-1) when tagged.
 		if [ -n "$prev" ]; then
@@ -217,7 +217,7 @@ make_series() {
 		prep changes --tag "${tag%-v*}" "${ch[@]}" -- "$v"
 		if [ "$name" = feature ]; then
 			grep -q '^bench:' "$ROOT/Makefile" && bench=(--bench "$results/bench/summary.txt")
-			/usr/bin/python3 "$ROOT/ci/tested.py" "$results" \
+			/usr/bin/python3 -m ci.series.tested_section "$results" \
 				--since "$(git -C "$tree" log -1 --format=%ct HEAD)" "${bench[@]}"
 		fi
 	} >"$w/blurb"
@@ -256,10 +256,10 @@ if [ "$v" -gt 1 ] && has_tag "series-v$pv"; then
 fi
 [ "$nfix" -eq 0 ] ||
 	make_series fixes "$base_commit" "$fixhead" "fixes-v$v" "$fprev" "$fprev_from" \
-		"$ROOT/ci/fixes-cover-letter.txt"
+		"$ROOT/ci/series/fixes-cover-letter.txt"
 [ "$fixhead" = "$head" ] ||
 	make_series feature "$fixhead" "$head" "series-v$v" "$sprev" "$sprev_from" \
-		"$ROOT/ci/cover-letter.txt"
+		"$ROOT/ci/series/cover-letter.txt"
 
 # --- send-email ------------------------------------------------------------
 # The recipients are in the files' headers; nothing is added behind our

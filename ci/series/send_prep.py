@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The parts of make send (ci/send.sh) that are text processing.
+"""The parts of make send (ci/series/send.sh) that are text processing.
 
-usage: send_prep.py reserved ADDRESS
+usage: python3 -m ci.series.send_prep reserved ADDRESS
        send_prep.py recipients --gm FILE --people FILE --sender EMAIL
                                [--to LIST] [--cc LIST] --out FILE
        send_prep.py changes V [--tag NAME] [--range-diff FILE] [--notes FILE]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Print the "Tested" section of the cover letter from the latest runs.
 
-usage: tested.py RESULTS_DIR [--since EPOCH] [--bench FILE]
+usage: python3 -m ci.series.tested_section RESULTS_DIR [--since EPOCH] [--bench FILE]
 
 RESULTS_DIR is build/out/<tree>/: each vmtest-<config>/junit.xml there
 (written by make vmtest) gives the counts of KUnit cases, selftest cases

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage: worktree.sh
+# usage: tree.sh
 #
 # Make sure the default kernel work tree (build/linux) exists and carries
 # the series. The first run unpacks Debian's linux-source-6.12, commits it
@@ -61,4 +61,4 @@ if [ -n "$(git -C "$WORKTREE" status --porcelain --untracked-files=no)" ]; then
 fi
 log "moving $WORKTREE to the series in patches/ (it held no commit patches/ lacks)"
 git -C "$WORKTREE" reset -q --hard "$BASE_TAG"
-"$ROOT/ci/apply.sh" "$WORKTREE"
+"$ROOT/ci/series/apply.sh" "$WORKTREE"

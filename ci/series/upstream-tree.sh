@@ -2,7 +2,7 @@
 # usage: upstream-tree.sh DIR
 #
 # Make DIR an unpatched upstream Linux 7.2 tree for make vmtest-upstream:
-# Debian unstable's linux-source-7.2 (fetched by ci/fetch-deb.sh, the
+# Debian unstable's linux-source-7.2 (fetched by ci/build/fetch-deb.sh, the
 # package make perf-upstream builds its perf from), unpacked and committed
 # as git (commit_base: tag vmtest-base, the same hash on every machine for
 # the same package version). The suite then runs on that kernel with that
@@ -29,7 +29,7 @@ if [ -e "$dir/.git" ]; then
 fi
 [ ! -e "$dir" ] || [ -z "$(ls -A "$dir")" ] ||
 	die "$dir exists but is not a git tree: move it away and rerun"
-bash "$(dirname "$0")/fetch-deb.sh" sid "$BUILD/sid" "$pkg" >/dev/null ||
+bash "$ROOT/ci/build/fetch-deb.sh" sid "$BUILD/sid" "$pkg" >/dev/null ||
 	fail "could not fetch $pkg from Debian unstable"
 tarball=$BUILD/sid/usr/src/$pkg.tar.xz
 [ -f "$tarball" ] || fail "$tarball missing after fetching $pkg"

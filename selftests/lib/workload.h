@@ -31,7 +31,7 @@ pid_t gettid();
 
 /*
  * How many times slower this guest runs than the project's reference
- * guest, at least 1: qemu/init measures it before the tests
+ * guest, at least 1: ci/guest/init measures it before the tests
  * (selftests/host_speed.c) and passes it as VMTEST_SLOWDOWN; 1 when the
  * variable is unset (a test run by hand).
  */

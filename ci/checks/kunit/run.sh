@@ -3,11 +3,11 @@
 # kernel's kunit.py (x86_64 under QEMU, TCG), with ci/'s helpers: the one
 # build lock, ccache, the exit codes.
 #
-# usage: kunit/run.sh [KERNEL_DIR] [--debug] [extra kunit.py run args...]
+# usage: ci/checks/kunit/run.sh [KERNEL_DIR] [--debug] [extra kunit.py run args...]
 #
 #   KERNEL_DIR  kernel tree with the series applied
 #               (default: build/linux of this repository, see `make tree`)
-#   --debug     add qemu/config/debug-checks.config (KASAN, lockdep,
+#   --debug     add what CONFIG=debug adds (ci/build/configs.py: KASAN, lockdep,
 #               DEBUG_ATOMIC_SLEEP); uses a separate build directory
 #
 # The guest gets two CPUs (kunit.py's x86_64 config is uniprocessor: SMP
@@ -15,7 +15,8 @@
 #
 # Environment: BUILD_DIR overrides the build directory, JOBS the make -j
 # value (default: the number of CPUs).
-. "$(dirname "$0")/../ci/lib.sh"
+. "$(dirname "$0")/../../series/lib.sh"
+. "$(dirname "$0")/../../build/lib.sh"
 
 KERNEL_DIR=$WORKTREE
 if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
@@ -36,7 +37,10 @@ fi
 set -- --kunitconfig=kernel/unwind --kconfig_add CONFIG_SMP=y "$@"
 if [ "$DEBUG" = 1 ]; then
 	BUILD_DIR=${BUILD_DIR:-$BUILD/kunit-unwind-debug}
-	set -- --kunitconfig="$ROOT/qemu/config/debug-checks.config" "$@"
+	# What CONFIG=debug adds to the guest's kernel (ci/build/configs.py).
+	mapfile -t extra < <(/usr/bin/python3 -m ci.build.configs extra debug)
+	[ "${#extra[@]}" -gt 0 ] || die "ci/build/configs.py gives CONFIG=debug no fragments"
+	set -- "${extra[@]/#/--kunitconfig=$ROOT/}" "$@"
 else
 	BUILD_DIR=${BUILD_DIR:-$BUILD/kunit-unwind}
 fi

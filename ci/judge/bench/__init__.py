@@ -1,8 +1,8 @@
 """make bench, the host side: judge, summarise and plot one bench run.
 
-usage: python3 ci/bench RUN_DIR [--no-plot] [--system-map FILE]
+usage: python3 -m ci.judge.bench RUN_DIR [--no-plot] [--system-map FILE]
 
-RUN_DIR holds what qemu/vm.py saved of a guest that ran selftests/bench
+RUN_DIR holds what ci/guest/vm.py saved of a guest that ran selftests/bench
 (results.log: its bench-* lines; console.log; run.json). Writes there:
 
   runs.csv      one line per run, the guest's raw counts
@@ -43,7 +43,7 @@ of the repetitions of each mode:
                 -sf twins built without, with .sframe; summary.txt
                 compares each pair (the SFrame walk's cost)
 
-Exit: 0 the run is whole (ci/vmtest/rundir.py: done marker, whole
+Exit: 0 the run is whole (ci/judge/vmtest/rundir.py: done marker, whole
 console, no splat, no new taint; and every run reported), 1
 it is not, or deferral broke its limits (more than one record or walk per
 entry); 2 no run in RUN_DIR. Timings are never judged: TCG times are
@@ -52,7 +52,7 @@ noisy, only their ratios mean something.
 from .chart import plot
 from .cli import main
 from .columns import COLUMNS, HEADER, table
-from .cover import headline, headline_rows, walk_costs
+from .summary import headline, headline_rows, walk_costs
 from .judge import EXTRA_WALKS, LIMIT, LIMIT_SLACK, limit_failures, problems
 from .lines import parse
 from .model import DEFERRED_MODES, MARKER_BYTES, MODES, TIMED, aggregate

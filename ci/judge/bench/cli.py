@@ -1,15 +1,15 @@
 """make bench, the host side: judge, summarise and plot one bench run.
 
-The command line of python3 ci/bench (see the package's doc)."""
+The command line of python3 -m ci.judge.bench (see the package's doc)."""
 import argparse
 import os
 import sys
 
-from vmtest import rundir
+from ci.judge.vmtest import rundir
 
 from .chart import plot
 from .columns import table
-from .cover import exit_path
+from .summary import exit_path
 from .judge import limit_failures, problems
 from .lines import parse
 from .model import MODES, aggregate

@@ -1,5 +1,5 @@
 """The bench-* lines of a results log (selftests/bench.cc prints them)."""
-from vmtest.kvline import fields
+from ci.judge.vmtest.tagged_lines import fields
 
 
 def parse(text):

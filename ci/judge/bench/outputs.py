@@ -4,7 +4,7 @@ import csv
 import json
 import os
 
-from .cover import headline, headline_rows
+from .summary import headline, headline_rows
 from .model import MODES, TIMED
 from .symbols import fallback_report
 

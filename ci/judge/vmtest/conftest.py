@@ -1,13 +1,9 @@
 """pytest glue: one pytest test per guest test (see test_guest.py)."""
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from vmtest import report  # noqa: E402
+from ci.judge.vmtest import report
 
 
 def pytest_addoption(parser):
-    parser.addoption("--vmtest-dir", help="directory written by qemu/vm.py")
+    parser.addoption("--vmtest-dir", help="directory written by ci/guest/vm.py")
     parser.addoption("--vmtest-config", help="the guest kernel's .config "
                      "(default: kernel.config in --vmtest-dir)")
     parser.addoption("--vmtest-expect-feature", default="auto",

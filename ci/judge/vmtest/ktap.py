@@ -1,7 +1,7 @@
 """A small KTAP parser for KUnit's console output and the selftests' KTAP.
 
 It builds a tree of Test nodes from indentation (four spaces a level, as
-KUnit and qemu/init print it), keeps '#' diagnostics with the result line
+KUnit and ci/guest/init print it), keeps '#' diagnostics with the result line
 they precede, and records every way the stream can be wrong: no plan, a
 result count that differs from the plan, a subtest that never got its
 result line (the guest died inside it), numbers out of order.
@@ -9,7 +9,7 @@ result line (the guest died inside it), numbers out of order.
 import re
 from dataclasses import dataclass, field
 
-TIMESTAMP = re.compile(r"^\[\s*\d+\.\d+\] ?")
+from ci.console import TIMESTAMP
 VERSION = re.compile(r"^(KTAP|TAP) version \d+$")
 PLAN = re.compile(r"^1\.\.(\d+)$")
 RESULT = re.compile(r"^(ok|not ok) (\d+)(?: (?:- )?([^#]*?))?\s*(?:#\s*(.*))?$")

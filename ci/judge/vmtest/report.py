@@ -1,4 +1,4 @@
-"""Turn one guest run (a directory written by qemu/vm.py) into test cases.
+"""Turn one guest run (a directory written by ci/guest/vm.py) into test cases.
 
 Every KUnit case and every selftest case becomes a Case; so does every
 way the run itself can be wrong (fail closed): the guest never finished,
@@ -243,7 +243,7 @@ def analyze(run_dir, config_path=None, expect="auto"):
         _check(cases, "every_program_ran",
                _programs(run_dir, st, rep.run.get("filter", "")),
                "every packed program reported and ran tests")
-    # What the guest's architecture left out (qemu/<arch>.py's LEFT_OUT,
+    # What the guest's architecture left out (ci/guest/<arch>.py's LEFT_OUT,
     # left_out.txt): each a not-applicable skip, named, never silent.
     for line in rundir.read(run_dir, "left_out.txt").splitlines():
         glob, _, why = line.partition("\t")

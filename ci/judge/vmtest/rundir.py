@@ -1,5 +1,5 @@
-"""One saved guest run (the directory qemu/vm.py writes), read once for
-the three judges: make verdict (report.py), ci/bench/ and ci/stress.py.
+"""One saved guest run (the directory ci/guest/vm.py writes), read once for
+the three judges: make verdict (report.py), ci/judge/bench/ and ci/judge/stress.py.
 
 What every run must show whatever the guest ran is checked here, once:
 init's done marker, the console's end marker, no splat, no new taint,

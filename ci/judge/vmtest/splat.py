@@ -2,95 +2,14 @@
 
 A warning leaves every test's own exit code at 0, so the console itself is
 scanned (BPF CI's rule). DENY names what fails a run; ALLOW lists lines
-that match DENY but are known harmless, each with the reason. STUCK, Watch
-and first_stuck() serve the reports after which the guest never finishes
-by itself: qemu/vm.py stops it early, the judges name the stuck stack.
+that match DENY but are known harmless, each with the reason (both in
+ci/console.py, which the guest runner watches with too). first_stuck()
+names the stuck stack of a guest that ci/guest/vm.py stopped early.
 """
 import re
 
-from .ktap import TIMESTAMP
-
-DENY = [
-    ("panic", re.compile(r"Kernel panic - not syncing")),
-    ("warning", re.compile(r"WARNING: ")),
-    # Before "bug": the watchdog's line says "BUG: soft lockup".
-    ("soft lockup", re.compile(r"soft lockup")),
-    ("hard lockup", re.compile(r"hard LOCKUP")),
-    ("bug", re.compile(r"\bBUG: |kernel BUG at ")),
-    ("oops", re.compile(r"\bOops: |general protection fault")),
-    ("kasan", re.compile(r"KASAN: ")),
-    ("ubsan", re.compile(r"UBSAN: ")),
-    ("lockdep", re.compile(r"possible (circular|recursive) locking|"
-                           r"inconsistent lock state|"
-                           r"suspicious RCU usage")),
-    ("rcu stall", re.compile(r"rcu: INFO: .*detected (expedited )?stall|"
-                             r"self-detected stall")),
-    # RCU Tasks flavours (kernel/rcu/tasks.h): a task that never passes a
-    # voluntary switch, e.g. stuck in a task_work loop on return to user.
-    ("rcu tasks stall", re.compile(r"INFO: rcu_tasks\w* detected stalls")),
-    # The console could not keep up: whatever was dropped may have been a
-    # splat, so the console cannot be trusted to be clean.
-    ("printk dropped", re.compile(r"\*\* \d+ printk messages dropped \*\*")),
-    ("hung task", re.compile(r"INFO: task .* blocked for more than")),
-]
-
-# (pattern, why it is harmless). Keep this short and explained.
-ALLOW = [
-]
-
-# A CPU or a task is stuck: the kernel repeats the report until the host
-# timeout (a real stress run: a soft lockup at 110 s, then ten minutes of
-# the same), and the run fails on the first one anyway.
-STUCK = ("soft lockup", "hard lockup", "hung task", "rcu stall",
-         "rcu tasks stall")
-
-
-def kind(line):
-    """The DENY kind of one console line (timestamp or not), or None."""
-    line = TIMESTAMP.sub("", line)
-    if any(a.search(line) for a, _ in ALLOW):
-        return None
-    return next((k for k, pat in DENY if pat.search(line)), None)
-
-
-def scan(text, context=3):
-    """Return [(kind, [offending line and a few after])]."""
-    lines = [TIMESTAMP.sub("", l) for l in text.splitlines()]
-    found = []
-    for i, line in enumerate(lines):
-        k = kind(line)
-        if k:
-            found.append((k, lines[i:i + 1 + context]))
-    return found
-
-
-def seconds(line):
-    """A console line's timestamp (the guest's clock, s), or None."""
-    t = TIMESTAMP.match(line)
-    return float(t.group().strip(" []")) if t else None
-
-
-def stuck_at(line):
-    """'soft lockup at 109.9 s' for a stuck report's first line."""
-    t = seconds(line)
-    return kind(line) + (f" at {t:.1f} s" if t is not None else "")
-
-
-class Watch:
-    """The console read as it streams. At the first stuck report the guest
-    gets grace seconds more, for the report's stack and the lock dump
-    after a hung task, then due() says to stop it."""
-
-    def __init__(self, grace):
-        self.grace, self.stuck, self.deadline = grace, None, None
-
-    def feed(self, line, now):
-        if self.stuck is None and kind(line) in STUCK:
-            self.stuck, self.deadline = stuck_at(line), now + self.grace
-
-    def due(self, now):
-        return self.deadline is not None and now >= self.deadline
-
+from ci.console import (ALLOW, DENY, STUCK, TIMESTAMP, Watch, kind,  # noqa: F401
+                        scan, seconds, stuck_at)
 
 # Where a stuck report dumps a task: show_regs() or an NMI backtrace
 # ("CPU: 0 UID: 0 PID: 169 Comm: stress ..."), sched_show_task() of a
@@ -158,7 +77,7 @@ def describe(r):
 
 def stuck_problem(console, stopped=None):
     """The FAIL line that names the console's first stuck report, or None.
-    stopped: run.json's, set when qemu/vm.py stopped the guest at it."""
+    stopped: run.json's, set when ci/guest/vm.py stopped the guest at it."""
     r = first_stuck(console)
     if r is None:
         return f"the host stopped the guest: {stopped}" if stopped else None

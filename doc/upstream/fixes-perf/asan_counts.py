@@ -1,27 +1,23 @@
 """Runs of an ASan perf (argv[1]) on the byte-swapped streams of fixes
 4, 6 and 8 that end in an AddressSanitizer report (or a crash)."""
 import os, sys, subprocess, tempfile, pathlib
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests"))
-os.environ.setdefault("VMTEST_PERF", sys.argv[1])
-os.environ["VMTEST_PERF_ASAN"] = sys.argv[1]
-import perfdata as pd
-import test_perf_tools as t
+from ci import perfdata as pd
 tmp = pathlib.Path(tempfile.mkdtemp())
 def streams():
     for rtype in (84, 90, 100):
-        p = str(tmp / f"type{rtype}.pipe"); t.be_pipe_with_record(p, rtype)
+        p = str(tmp / f"type{rtype}.pipe"); pd.be_pipe_with_record(p, rtype)
         yield "fix 7", f"type {rtype}", p, ["script"]
     for body in (12, 8188, 16380):
         p = str(tmp / f"unaligned{body}.pipe")
-        t.be_pipe_with_record(p, pd.RECORD_SAMPLE, bytes(i % 251 + 1 for i in range(body)))
+        pd.be_pipe_with_record(p, pd.RECORD_SAMPLE, bytes(i % 251 + 1 for i in range(body)))
         for args in (["script"], ["report", "--stdio"]):
             yield "fix 9", f"SAMPLE of {8 + body} bytes", p, args
-    for claimed, held in t.BAD_BE_ATTRS:
-        p = str(tmp / f"attr{claimed}-{held}.pipe"); t.be_attr_pipe(p, claimed, held)
+    for claimed, held in pd.BAD_BE_ATTRS:
+        p = str(tmp / f"attr{claimed}-{held}.pipe"); pd.be_attr_pipe(p, claimed, held)
         yield "fix 12", f"attr.size {claimed:#x} in {8 + held} bytes", p, ["script", "-D"]
 counts = {}
 for fix, what, p, args in streams():
-    r = t.asan_perf_stdin(p, *args)
+    r = pd.run_stdin(sys.argv[1], p, *args)
     kind = ""
     for l in r.stderr.splitlines():
         if l.startswith("SUMMARY: AddressSanitizer"):

@@ -1,32 +1,23 @@
 """The PERF_RECORD_HEADER_ATTR cases of fix 12 for any perf (argv[1]):
 exit code, and whether perf refused the record naming it."""
 import os, sys, subprocess, tempfile, pathlib, struct
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests"))
-os.environ.setdefault("VMTEST_PERF", sys.argv[1])
-import perfdata as pd
-import test_perf_tools as t
+from ci import perfdata as pd
 perf = sys.argv[1]
 tmp = pathlib.Path(tempfile.mkdtemp())
-def run(path, *args):
-    with open(path, "rb") as f:
-        return subprocess.run([perf, *args, "-i", "-"], stdin=f, capture_output=True,
-                              text=True, env={**os.environ, "PERF_PAGER": "cat",
-                                              "HOME": "/nonexistent",
-                                              "ASAN_OPTIONS": "detect_leaks=0:exitcode=98"})
 cases = []
 # native: an attr.size past the end of its record
 p = str(tmp / "native.pipe")
 a = pd.attr(size=pd.ATTR_SIZE_612 + 16)[:pd.ATTR_SIZE_612]
 pd.write(p, [pd.comm(100, 100, "t0", 1)], attrs=[a], pipe=True)
 cases.append(("native attr.size 152 in a 144-byte record", p))
-for claimed, held in t.BAD_BE_ATTRS:
+for claimed, held in pd.BAD_BE_ATTRS:
     p = str(tmp / f"be-{claimed}-{held}.pipe")
-    t.be_attr_pipe(p, claimed, held)
+    pd.be_attr_pipe(p, claimed, held)
     cases.append((f"big-endian attr.size {claimed:#x} in a {8 + held}-byte record", p))
 bad = 0
 for name, p in cases:
     for args in (["script"], ["report", "--stdio"], ["script", "-D"]):
-        r = run(p, *args)
+        r = pd.run_stdin(perf, p, *args)
         named = "PERF_RECORD_HEADER_ATTR" in r.stderr
         asan = "ERROR: AddressSanitizer" in r.stderr
         ok = r.returncode > 0 and r.returncode != 98 and named and not asan

@@ -1,14 +1,12 @@
 """perf report/script exit codes on the malformed files of
 test_malformed_records_fail_every_tool, for any perf (argv[1])."""
 import os, sys, subprocess, tempfile, pathlib
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests"))
-os.environ.setdefault("VMTEST_PERF", sys.argv[1])
-import test_perf_tools as t
+from ci import perfdata as pd
 perf = sys.argv[1]
 tmp = pathlib.Path(tempfile.mkdtemp())
 n = zero = 0
 for kind in ("sample-nr", "short-header", "unaligned-unknown"):
-    path, msg = t.other_malformed(tmp, kind)
+    path, msg = pd.other_malformed(tmp, kind)
     for args in (["script"], ["report", "--stdio"], ["report", "-D"],
                  ["report", "--stdio", "--no-children", "-g", "caller"]):
         r = subprocess.run([perf, *args, "-i", path], capture_output=True, text=True,

@@ -1,9 +1,7 @@
 """Fix 11: perf report --stat and --tasks on the compressed pipe of
 test_report_stat_and_tasks_read_a_compressed_pipe, for any perf (argv[1])."""
 import os, sys, subprocess, tempfile, pathlib, re
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests"))
-os.environ.setdefault("VMTEST_PERF", sys.argv[1])
-import perfdata as pd
+from ci import perfdata as pd
 tmp = pathlib.Path(tempfile.mkdtemp())
 body = [pd.sample(100 + th, 100 + th, 10 + 2 * i + th, [pd.CONTEXT_KERNEL] + pd.KERNEL_IPS)
         for i in range(3) for th in range(2)]

@@ -1,0 +1,1 @@
+"""Building kernels and perf."""

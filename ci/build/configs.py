@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""The guest kernel configurations: which fragments of ci/guest/config/
+make each CONFIG= on each ARCH=. The one table that make (kernel, vmtest,
+sparse, bisect-build), ci/checks/kunit/run.sh and ci/build/kconfig.py ask.
+
+usage: python3 -m ci.build.configs make ARCH CONFIG
+           make's assignments for that pair (an unknown ARCH or CONFIG:
+           the error on stderr, exit 2)
+       python3 -m ci.build.configs fragments CONFIG [--if-possible]
+           ci/build/kconfig.py's fragment arguments ($VMTEST_ARCH's)
+       python3 -m ci.build.configs extra CONFIG
+           the fragments CONFIG adds to normal (kunit.py --kunitconfig=)
+"""
+import sys
+
+from ci.guest import arch as guest_arch
+
+DIR = "ci/guest/config"
+# The options the series adds: ci/build/kconfig.py's --series (every one
+# must survive olddefconfig), or --series-if-possible for a tree that may
+# define an option it cannot enable yet (a commit in the middle of the
+# series, the base) and for an architecture that says so (SERIES_MODE).
+SERIES = "series.config"
+
+# CONFIG= -> (the fragments after the common ones, make's default
+# VM_TIMEOUT in seconds, what it is for). "{series}" stands for the series'
+# fragment with its mode; every configuration starts with guest.config,
+# the architecture's own fragment and kunit-at-boot.config.
+CONFIGS = {
+    "normal": (["{series}"], 600, "base + the series"),
+    "debug": (["{series}", "debug-checks.config"], 1500,
+              "+ KASAN, lockdep, atomic-sleep checks"),
+    "stress": (["{series}", "debug-checks.config", "stress.config"], 600,
+               "debug + kmemleak, for make stress"),
+    "kcsan": (["{series}", "kcsan.config", "stress.config"], 600,
+              "KCSAN + kmemleak, for make stress-kcsan"),
+    # Instead of series.config: the series without the user unwinder.
+    "nounwind": (["nounwind.config"], 600,
+                 "the series without UNWIND_USER"),
+}
+
+
+def check(config):
+    """CONFIG's row; ValueError saying which names exist."""
+    if config not in CONFIGS:
+        raise ValueError(f"CONFIG={config}: use "
+                         + ", ".join(f"CONFIG={c}" for c in CONFIGS))
+    return CONFIGS[config]
+
+
+def fragments(config, arch=None, if_possible=False):
+    """ci/build/kconfig.py's arguments for CONFIG on ARCH (a name, or
+    None for $VMTEST_ARCH): fragment paths, the series' one behind its
+    mode switch."""
+    mod = guest_arch.load(arch)
+    mode = "--series-if-possible" if if_possible else mod.SERIES_MODE
+    out = [f"{DIR}/guest.config", mod.GUEST_CONFIG,
+           f"{DIR}/kunit-at-boot.config"]
+    for f in check(config)[0]:
+        out += [mode, f"{DIR}/{SERIES}"] if f == "{series}" else [f"{DIR}/{f}"]
+    return out
+
+
+def extra(config):
+    """The fragments CONFIG adds to normal's, as paths."""
+    base = set(CONFIGS["normal"][0])
+    return [f"{DIR}/{f}" for f in check(config)[0] if f not in base]
+
+
+def make_vars(arch, config):
+    """make's assignments for ARCH and CONFIG: what the Makefile derives
+    from them, asked in one call."""
+    mod = guest_arch.load(arch)
+    timeout = check(config)[1]
+    return [f"ARCH_NAME := {mod.NAME}",
+            f"ARCH_CMAKE := {' '.join(mod.CMAKE_ARGS)}",
+            f"ARCH_PY := {'yes' if mod.PACK_PYTHON else ''}",
+            f"ARCH_SMP := {mod.SMP}",
+            f"CONFIG_VM_TIMEOUT := {timeout}"]
+
+
+def main(argv):
+    try:
+        if len(argv) == 3 and argv[0] == "make":
+            print("\n".join(make_vars(argv[1], argv[2])))
+        elif len(argv) in (2, 3) and argv[0] == "fragments" and \
+                argv[2:] in ([], ["--if-possible"]):
+            print("\n".join(fragments(argv[1], if_possible=len(argv) == 3)))
+        elif len(argv) == 2 and argv[0] == "extra":
+            print("\n".join(extra(argv[1])))
+        else:
+            print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
+            return 2
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,1 @@
+"""The checks: make check's steps, mutate, sparse, checkpatch."""

@@ -1,0 +1,1 @@
+"""The guest: its architectures and the QEMU runner."""

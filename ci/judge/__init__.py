@@ -1,0 +1,1 @@
+"""The judges of guest runs: vmtest, bench, stress."""

@@ -1,0 +1,1 @@
+"""The patch series: export, apply, send."""
