@@ -25,7 +25,7 @@ SERIES_NAMES=(fixes feature)
 FIXES_LIST=${VMTEST_FIXES:-$ROOT/ci/fixes.txt}
 # The default kernel work tree: Debian's linux-source-6.12 as a git repo.
 WORKTREE=$BUILD/linux
-# Tag in a tree made by base-tree.sh that marks the unpatched base.
+# Tag that marks the unpatched base in a tree made by commit_base (below).
 BASE_TAG=vmtest-base
 
 log() { printf '==> %s\n' "$*" >&2; }
