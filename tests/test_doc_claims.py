@@ -35,8 +35,7 @@ KERNEL_TOP = {"arch", "block", "certs", "crypto", "Documentation", "drivers",
 # Kernel files the series does not touch that the harness runs.
 KERNEL_FILES = {"scripts/checkpatch.pl", "scripts/get_maintainer.pl",
                 "scripts/spdxcheck.py", "scripts/kernel-doc",
-                "tools/testing/kunit/kunit.py", "tools/perf/util/setup.py",
-                ".config"}
+                "tools/testing/kunit/kunit.py", "tools/perf/util/setup.py"}
 # A name without a '/' is checked as a file only with these endings (a
 # bare run.json or summary.txt is a run's output, not a repo file).
 CODE_EXT = (".sh", ".py", ".md", ".cc", ".c", ".h", ".mut", ".config",
@@ -211,8 +210,10 @@ def stale_paths(tracked, patched):
     out = []
     for doc, text in doc_claims():
         for off, tok in code_spans(text):
+            # `.patch`, `.config`: a kind of file, or the kernel's config.
             if re.search(r"\s", tok) or tok.startswith(("/", "~", "...",
-                                                        "build/")):
+                                                        "build/")) \
+                    or re.match(r"^\.\w+$", tok):
                 continue
             first = tok.split("/")[0]
             is_path = "/" in tok and (first in top or first in KERNEL_TOP)
