@@ -208,13 +208,13 @@ test-perf: perf perf-asan ## the tree's perf (and its ASan build) on crafted per
 	@VMTEST_PERF="$(PERF_OUT)/perf" VMTEST_PERF_ASAN="$(PERF_OUT)-asan/perf" \
 		$(PYTEST) -q tests/test_perf_tools.py
 
-checkpatch: $(TREE_DEP) ## scripts/checkpatch.pl --strict over every patch
+checkpatch: deps $(TREE_DEP) ## scripts/checkpatch.pl --strict over every patch
 	@bash ci/checks/checkpatch.sh "$(KSRC)"
 
-apply-fresh: $(TREE_DEP) ## prove patches/ applies to a fresh, unpatched base
+apply-fresh: deps $(TREE_DEP) ## prove patches/ applies to a fresh, unpatched base
 	@bash ci/checks/apply-fresh.sh
 
-bisect-build: $(TREE_DEP) ## build every commit of the series in turn (kernel, perf)
+bisect-build: deps $(TREE_DEP) ## build every commit of the series in turn (kernel, perf)
 	@bash ci/checks/bisect-build.sh "$(KSRC)" $(KCONFIG_ARGS)
 
 check: ## everything CI runs: deps, tree, perf, harness tests, apply, checkpatch, vmtest x2, test-perf, short stress
@@ -223,7 +223,7 @@ check: ## everything CI runs: deps, tree, perf, harness tests, apply, checkpatch
 kunit: deps $(TREE_DEP) ## run the series' KUnit suites alone through kunit.py
 	@bash ci/checks/kunit/run.sh "$(KSRC)"
 
-kernel-doc: $(TREE_DEP) ## scripts/kernel-doc -none on the series' files: no new warnings
+kernel-doc: deps $(TREE_DEP) ## scripts/kernel-doc -none on the series' files: no new warnings
 	@bash ci/checks/kernel-doc.sh "$(KSRC)"
 
 sparse: deps $(TREE_DEP) ## sparse (C=2) on the series' files: no warning the base lacks

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# usage: build-perf-python.sh KERNEL_SRC OUT_DIR
+# usage: perf-python.sh KERNEL_SRC OUT_DIR
 #
 # Build perf's python binding (tools/perf/util/python.c, the module
 # 'perf') from the kernel tree for Debian's /usr/bin/python3, the
 # interpreter the guest gets (ci/guest/mkinitramfs.sh, PERF_PYTHON): the
 # result is OUT_DIR/perf.so, loaded in the guest by
-# /selftests/perf_python_test. The static guest perf (build-perf.sh) has
+# /selftests/perf_python_test. The static guest perf (perf.sh) has
 # NO_LIBPYTHON; this is a separate, shared build with the same optional
 # parts off.
 #
@@ -20,7 +20,7 @@
 # unchanged tools/ rebuilds nothing.
 . "$(dirname "$0")/lib.sh"
 
-[ $# -eq 2 ] || die "usage: build-perf-python.sh KERNEL_SRC OUT_DIR"
+[ $# -eq 2 ] || die "usage: perf-python.sh KERNEL_SRC OUT_DIR"
 lock_script "$@"
 src=$(realpath "$1") out=$(realpath -m "$2")
 [ -d "$src/tools/perf" ] || die "$src/tools/perf missing: not a kernel tree"

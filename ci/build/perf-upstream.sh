@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage: build-perf-upstream.sh OUT_DIR
+# usage: perf-upstream.sh OUT_DIR
 #
 # Upstream perf for the interoperability tests: tools/perf of Linux 7.2
 # from Debian unstable's linux-source-7.2 (fetched by ci/build/fetch-deb.sh,
@@ -13,7 +13,7 @@
 # build/perf-upstream-src.
 . "$(dirname "$0")/../lib.sh"
 
-[ $# -eq 1 ] || die "usage: build-perf-upstream.sh OUT_DIR"
+[ $# -eq 1 ] || die "usage: perf-upstream.sh OUT_DIR"
 out=$(realpath -m "$1")
 pkg=linux-source-7.2
 bash "$(dirname "$0")/fetch-deb.sh" sid "$BUILD/sid" "$pkg" >/dev/null ||

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage: build-perf.sh KERNEL_SRC OUT_DIR
+# usage: perf.sh KERNEL_SRC OUT_DIR
 #
 # Build tools/perf from the kernel tree as one static binary for the guest:
 # only the `perf` target (the default target's shared objects do not link
@@ -18,7 +18,7 @@
 # record is a report, not silent heap damage as in the static perf.
 . "$(dirname "$0")/lib.sh"
 
-[ $# -eq 2 ] || die "usage: build-perf.sh KERNEL_SRC OUT_DIR"
+[ $# -eq 2 ] || die "usage: perf.sh KERNEL_SRC OUT_DIR"
 lock_script "$@"
 src=$(realpath "$1") out=$(realpath -m "$2")
 flags=(LDFLAGS=-static)

@@ -14,6 +14,7 @@
 
 cd "$ROOT"
 times=()
+run_kind=$(/usr/bin/python3 -m ci.checks.timings state "$BUILD") # cold, fresh or warm
 step() {
 	local name=$1 t0=$SECONDS rc=0
 	shift
@@ -58,3 +59,5 @@ if [ "$stress_s" -gt 0 ]; then
 fi
 log "check: all steps passed"
 printf '%s\n' "${times[@]}"
+# A run in a fresh clone: its time to doc/timings.md (cold: README too).
+/usr/bin/python3 -m ci.checks.timings record "$run_kind" "$SECONDS" "${times[@]}" || warn "timings not recorded"

@@ -1,0 +1,51 @@
+"""ci/checks/timings.py: make check's record of its own time in doc/timings.md
+and README.md's one line, on copies of both."""
+import os
+import shutil
+
+from ci.checks import timings
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STEPS = ["deps                      1 s  rc=0", "tree                     31 s  rc=0"]
+
+
+def copy(tmp_path):
+    (tmp_path / "doc").mkdir()
+    for f in ("README.md", "doc/timings.md"):
+        shutil.copy(os.path.join(ROOT, f), tmp_path / f)
+    return tmp_path
+
+
+def test_a_cold_run_appends_its_row_and_rewrites_readmes_line(tmp_path):
+    root = copy(tmp_path)
+    before = (root / "doc/timings.md").read_text()
+    written = timings.record(str(root), "cold", 2195, STEPS, date="2030-01-02",
+                             where="2 cores, 24 GiB", what="`abc1234` (13 fixes + 38)")
+    assert len(written) == 2
+    after = (root / "doc/timings.md").read_text().split("\n")
+    row = next(l for l in after if "2030-01-02" in l)
+    assert "2195 s (37 min): deps 1, tree 31 |" in row and "`abc1234`" in row
+    # the row ends the "make check" table
+    i = after.index(row)
+    assert after[i - 1].startswith("|") and not after[i + 1].startswith("|")
+    assert len(after) == len(before.split("\n")) + 1
+    readme = (root / "README.md").read_text()
+    line = timings.README_LINE.search(readme).group(0)
+    assert "37 min on 2 cores, 24 GiB (2030-01-02, `abc1234`;" in line
+    assert readme.count("\n") == open(os.path.join(ROOT, "README.md")).read().count("\n")
+
+
+def test_a_fresh_run_with_a_warm_ccache_leaves_readme_alone(tmp_path):
+    root = copy(tmp_path)
+    written = timings.record(str(root), "fresh", 1138, STEPS, date="2030-01-02",
+                             where="2 cores", what="`abc1234`")
+    assert written == [str(root / "doc/timings.md")]
+    assert (root / "README.md").read_text() == \
+        open(os.path.join(ROOT, "README.md")).read()
+    assert "with a warm ccache" in (root / "doc/timings.md").read_text()
+
+
+def test_a_clone_with_build_outputs_is_warm(tmp_path):
+    (tmp_path / "out").mkdir()
+    assert timings.state(str(tmp_path)) == "warm"
+    assert timings.state(str(tmp_path / "none")) in ("cold", "fresh")
