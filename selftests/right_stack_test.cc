@@ -83,52 +83,6 @@ constexpr const char *kUprobePmu = "/sys/bus/event_source/devices/uprobe";
 /* At most this many frames are compared, from the leaf. */
 constexpr size_t kPrefix = 4;
 
-const std::vector<syms::Symbol> &self_symbols()
-{
-	static std::vector<syms::Symbol> s;
-	if (s.empty()) {
-		std::string err;
-		s = syms::load("/proc/self/exe", &err);
-	}
-	return s;
-}
-
-std::string name_of(uint64_t ip, const std::vector<syms::Symbol> &s)
-{
-	char buf[64];
-	const syms::Symbol *f = syms::lookup(s, ip);
-	if (!f) {
-		snprintf(buf, sizeof(buf), "%#llx", (unsigned long long)ip);
-		return buf;
-	}
-	snprintf(buf, sizeof(buf), "+%#llx", (unsigned long long)(ip - f->start));
-	return f->name + buf;
-}
-
-std::string chain_str(const std::vector<uint64_t> &ips,
-		      const std::vector<syms::Symbol> &s = self_symbols(),
-		      size_t max = 6)
-{
-	std::ostringstream o;
-	o << "[" << ips.size() << ":";
-	for (size_t i = 0; i < ips.size() && i < max; i++)
-		o << " " << name_of(ips[i], s);
-	if (ips.size() > max)
-		o << " ...";
-	o << "]";
-	return o.str();
-}
-
-/*
- * Called by the known functions below so that they are not leaves: GCC
- * gives leaf functions no frame, and a frame-pointer walk from one skips
- * its caller.
- */
-extern "C" __attribute__((noinline)) void rs_not_a_leaf(void)
-{
-	__asm__ volatile("" ::: "memory");
-}
-
 /* Deferred user chain vs in-place user chain, hit by hit. */
 struct Compared {
 	size_t hits = 0;	/* pairs of samples, one of each event */
@@ -175,7 +129,7 @@ size_t known_frames(const std::vector<uint64_t> &chain)
 {
 	size_t n = 0;
 	while (n < chain.size() && n < kPrefix &&
-	       syms::lookup(self_symbols(), chain[n]))
+	       syms::lookup(syms::self(), chain[n]))
 		n++;
 	return n;
 }
@@ -241,9 +195,11 @@ Compared compare(const session::Session &s, size_t def, size_t inpl,
 				c.no_record++;
 				c.no_record_cookies.insert(dc.cookie);
 				if (c.no_record <= 8)
-					c.no_record_at += " " + std::to_string(i) +
-						"/" + std::to_string(n) + " " +
-						chain_str(ic.user, self_symbols(), 2);
+					c.no_record_at +=
+						" " + std::to_string(i) + "/" +
+						std::to_string(n) + " " +
+						syms::chain_str(ic.user,
+								syms::self(), 2);
 				continue;
 			}
 			got = it->second;
@@ -257,8 +213,8 @@ Compared compare(const session::Session &s, size_t def, size_t inpl,
 		(ok ? c.matches : c.mismatches)++;
 		std::string &ex = ok ? c.match_example : c.mismatch_example;
 		if (ex.empty())
-			ex = "deferred (" + how + ") " + chain_str(got) +
-			     " vs in place " + chain_str(ic.user);
+			ex = "deferred (" + how + ") " + syms::chain_str(got) +
+			     " vs in place " + syms::chain_str(ic.user);
 	}
 	return c;
 }
@@ -315,7 +271,7 @@ extern "C" __attribute__((noinline, noclone)) long rs_probed(long x)
 			 "rs_probe_site:\n\t"
 			 "mov %%rax, %%rax\n" ::: "memory");
 #endif
-	rs_not_a_leaf();
+	work::work_not_a_leaf();
 	return x + 1;
 }
 
@@ -336,7 +292,7 @@ TEST(RightStack, UprobeDeferredChainIsTheProbedStack)
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	if (access(kUprobePmu, F_OK))
 		GTEST_SKIP() << "no uprobe PMU (CONFIG_UPROBE_EVENTS)";
-	const auto &symbols = self_symbols();
+	const auto &symbols = syms::self();
 	const syms::Symbol *fn = syms::find(symbols, "rs_probed");
 	ASSERT_NE(fn, nullptr) << "rs_probed not in /proc/self/exe";
 	uint64_t site = (uint64_t)(uintptr_t)rs_probe_site;
@@ -384,14 +340,14 @@ volatile sig_atomic_t rs_signals;
 extern "C" __attribute__((noinline)) void rs_on_signal(int)
 {
 	rs_signals = rs_signals + 1;
-	rs_not_a_leaf();
+	work::work_not_a_leaf();
 }
 
 /* tgkill inline from here: the in-place leaf is in this function. */
 extern "C" __attribute__((noinline)) long rs_signal_self(long pid, long tid)
 {
 	long r = raw_syscall3(SYS_tgkill, pid, tid, SIGUSR1);
-	rs_not_a_leaf();
+	work::work_not_a_leaf();
 	return r;
 }
 
@@ -446,14 +402,14 @@ TEST(RightStack, SignalDeliverDeferredChainIsTheInterruptedStack)
 extern "C" __attribute__((noinline)) long rs_entry_a(void)
 {
 	long r = raw_syscall3(NR_getppid, 0, 0, 0);
-	rs_not_a_leaf();
+	work::work_not_a_leaf();
 	return r;
 }
 
 extern "C" __attribute__((noinline)) long rs_entry_b(void)
 {
 	long r = raw_syscall3(NR_getppid, 0, 0, 0);
-	rs_not_a_leaf();
+	work::work_not_a_leaf();
 	return r;
 }
 
@@ -541,7 +497,7 @@ extern "C" __attribute__((noinline)) long rs_yield(int depth)
 {
 	long r = depth > 1 ? rs_yield(depth - 1) :
 			     raw_syscall3(SYS_sched_yield, 0, 0, 0);
-	rs_not_a_leaf();
+	work::work_not_a_leaf();
 	return r;
 }
 
@@ -726,14 +682,14 @@ int open_kprobe_pair(session::Session *s, const char *func, std::string *what,
 extern "C" __attribute__((noinline)) long rs_pgrp_a(void)
 {
 	long r = raw_syscall3(GETPGRP_NR, 0, 0, 0);
-	rs_not_a_leaf();
+	work::work_not_a_leaf();
 	return r;
 }
 
 extern "C" __attribute__((noinline)) long rs_pgrp_b(void)
 {
 	long r = raw_syscall3(GETPGRP_NR, 0, 0, 0);
-	rs_not_a_leaf();
+	work::work_not_a_leaf();
 	return r;
 }
 
@@ -838,7 +794,7 @@ TEST(RightStack, UretprobeSyscallKprobeDeferredChainIsTheTrampolineStack)
 		SKIP_NOT_APPLICABLE("no kprobe PMU (CONFIG_KPROBE_EVENTS)");
 	ASSERT_EQ(r, 0) << what << ": " << strerror(-r);
 	/* The uretprobe on rs_probed: a counting event, no sample */
-	const syms::Symbol *fn = syms::find(self_symbols(), "rs_probed");
+	const syms::Symbol *fn = syms::find(syms::self(), "rs_probed");
 	ASSERT_NE(fn, nullptr) << "rs_probed not in /proc/self/exe";
 	std::string path = work::self_path();
 	session::Options o;
@@ -877,7 +833,7 @@ extern "C" __attribute__((noinline)) long rs_vsyscall(void)
 	struct timeval tv;
 	auto fn = (long (*)(struct timeval *, void *))kVsyscallGettimeofday;
 	long r = fn(&tv, nullptr);
-	rs_not_a_leaf();
+	work::work_not_a_leaf();
 	return r;
 }
 
@@ -1045,7 +1001,7 @@ TEST(RightStack, ExecSplitsOldAndNewImageStacks)
 				  (!is_before || is_exec_caller(ips, mine));
 			std::string line = "segment " + std::to_string(seg) +
 					   " (" + mine.comm + "): " +
-					   chain_str(ips, mine.symbols);
+					   syms::chain_str(ips, mine.symbols);
 			if (is_before) {
 				before++;
 				before_ok += ok;
@@ -1327,16 +1283,8 @@ extern "C" __attribute__((noinline)) long rs_tracee_read(int fd)
 {
 	static char c;
 	long r = raw_syscall3(SYS_read, fd, (long)&c, 1);
-	rs_not_a_leaf();
+	work::work_not_a_leaf();
 	return r;
-}
-
-char task_state(pid_t pid)
-{
-	std::string st = work::read_file("/proc/" + std::to_string(pid) +
-					 "/stat");
-	size_t p = st.rfind(')');
-	return p == std::string::npos || p + 2 >= st.size() ? '?' : st[p + 2];
 }
 
 /*
@@ -1435,7 +1383,7 @@ void stop_repeatedly(bool ptraced)
 			 * debug kernel under TCG took over 0.2 s).
 			 */
 			work::Deadline asleep(2);
-			while (task_state(pid) != 'S' && !asleep.passed())
+			while (work::task_state(pid) != 'S' && !asleep.passed())
 				usleep(100);
 			int st;
 			if (ptraced ? ptrace(PTRACE_INTERRUPT, pid, 0, 0)
@@ -1460,7 +1408,7 @@ void stop_repeatedly(bool ptraced)
 		}
 		/* Let the last restarted read block. */
 		work::Deadline asleep(0.2);
-		while (task_state(pid) != 'S' && !asleep.passed())
+		while (work::task_state(pid) != 'S' && !asleep.passed())
 			usleep(100);
 		s.disable();
 		s.drain();
@@ -1566,7 +1514,7 @@ extern "C" __attribute__((noinline, noclone)) void rs_setregs_tracee(int fd)
 			 "svc #0"
 			 ::: "x0", "x8", "memory");
 #endif
-	rs_not_a_leaf();
+	work::work_not_a_leaf();
 }
 
 /* Move the ip of a tracee stopped by ptrace to ip. */
@@ -1656,7 +1604,7 @@ TEST(RightStack, PtraceSetregsDeferredChainIsTheNewStack)
 	}
 	close(p[0]);
 	work::Deadline asleep(10);
-	while (task_state(pid) != 'S' && !asleep.passed())
+	while (work::task_state(pid) != 'S' && !asleep.passed())
 		usleep(100);
 	/* 0: signal_deliver deferred, 1: in place, 2: getppid's entry */
 	session::Session s;
@@ -1734,8 +1682,8 @@ TEST(RightStack, PtraceSetregsDeferredChainIsTheNewStack)
 	printf("# %zu record(s) before the signal's sample (getppid's "
 	       "entry, walked before the stop), cookie 0x%llx\n# in place: "
 	       "%s\n# deferred after the sample: %s\n", before,
-	       (unsigned long long)cookie, chain_str(ip).c_str(),
-	       have_after ? chain_str(after).c_str() : "(none)");
+	       (unsigned long long)cookie, syms::chain_str(ip).c_str(),
+	       have_after ? syms::chain_str(after).c_str() : "(none)");
 	ASSERT_NE(cookie, 0u) << "the signal's delivery was not deferred";
 	EXPECT_GE(before, 1u) << "no record of getppid's request before the "
 				 "stop: the entry had no walk to forget";
@@ -1773,7 +1721,7 @@ TEST(RightStack, PtraceStopBreakpointDeferredChainIsTheStoppedStack)
 	}
 	close(p[0]);
 	work::Deadline asleep(10);
-	while (task_state(pid) != 'S' && !asleep.passed())
+	while (work::task_state(pid) != 'S' && !asleep.passed())
 		usleep(100);
 	session::Session s;
 	std::string what;
@@ -1877,8 +1825,8 @@ TEST(RightStack, PtraceStopBreakpointDeferredChainIsTheStoppedStack)
 		if (same_stack(got, ip))
 			matches++;
 		else if (mismatch.empty())
-			mismatch = "deferred " + chain_str(got) + " vs in place " +
-				   chain_str(ip);
+			mismatch = "deferred " + syms::chain_str(got) +
+				   " vs in place " + syms::chain_str(ip);
 	}
 	printf("# %s, the %zu stops of a tracee whose ip the tracer moves at "
 	       "getppid()'s exit stop: %zu deferred chains equal the "
@@ -1906,7 +1854,7 @@ extern "C" __attribute__((noinline)) void rs_tracee_syscalls(int fd)
 	for (int i = 0; i < kTraceeCalls; i++)
 		raw_syscall3(SYS_getppid, 0, 0, 0);
 	raw_syscall3(SYS_exit_group, 0, 0, 0);
-	rs_not_a_leaf();
+	work::work_not_a_leaf();
 }
 
 /*
@@ -1940,7 +1888,7 @@ TEST(RightStack, RecordComesBeforeSyscallAndExitStops)
 	close(p[0]);
 	/* Asleep in its read: no system call of it before that is sampled */
 	work::Deadline asleep(10);
-	while (task_state(pid) != 'S' && !asleep.passed())
+	while (work::task_state(pid) != 'S' && !asleep.passed())
 		usleep(100);
 	session::Session s;
 	int rr = ptrace(PTRACE_SEIZE, pid, 0,
@@ -1960,7 +1908,7 @@ TEST(RightStack, RecordComesBeforeSyscallAndExitStops)
 	/* The restarted read returns at once */
 	ASSERT_EQ(write(p[1], "x", 1), 1);
 	close(p[1]);
-	const std::vector<syms::Symbol> &syms = self_symbols();
+	const std::vector<syms::Symbol> &syms = syms::self();
 	const syms::Symbol *fn = syms::find(syms, "rs_tracee_syscalls");
 	uint64_t type = s.event(0).attr().sample_type;
 	bool id_all = s.event(0).attr().sample_id_all;

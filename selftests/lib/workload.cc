@@ -70,6 +70,11 @@ extern "C" __attribute__((noinline)) int work_recurse_reading(int depth, int fd,
 	return r;
 }
 
+extern "C" __attribute__((noinline)) void work_not_a_leaf(void)
+{
+	asm volatile("" ::: "memory");
+}
+
 pid_t gettid()
 {
 	return (pid_t)syscall(SYS_gettid);
@@ -255,6 +260,8 @@ TaskInfo task_info(pid_t tid)
 	if (l == std::string::npos || r == std::string::npos || r < l)
 		return t;
 	t.comm = s.substr(l + 1, r - l - 1);
+	if (r + 2 < s.size())
+		t.state = s[r + 2];
 	std::istringstream in(s.substr(r + 1));
 	std::string f;
 	for (int i = 0; i < 7 && in >> f; i++) /* state .. flags */

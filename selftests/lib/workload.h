@@ -73,6 +73,13 @@ long read_zero(double seconds, size_t chunk = 1 << 20);
  */
 extern "C" int work_recurse_reading(int depth, int fd, double until);
 
+/*
+ * Called by a test's known functions so that they are not leaves: GCC
+ * gives a leaf function no frame, and a frame-pointer walk from one skips
+ * its caller.
+ */
+extern "C" void work_not_a_leaf(void);
+
 /* Burn CPU in user space for about seconds of CPU time (no system calls
  * but the CPU-time clock's, one every 10000 iterations). */
 void spin_user(double seconds);
@@ -121,9 +128,12 @@ bool write_file(const std::string &path, const std::string &text);
 struct TaskInfo {
 	bool ok = false;
 	std::string comm;
+	char state = '?'; /* R, S, T, ... */
 	unsigned long flags = 0; /* PF_* */
 };
 TaskInfo task_info(pid_t tid);
+/* The state of task tid (task_info().state): '?' if there is none. */
+inline char task_state(pid_t tid) { return task_info(tid).state; }
 constexpr unsigned long kPfKthread = 0x00200000;
 constexpr unsigned long kPfUserWorker = 0x00004000;
 constexpr unsigned long kPfIoWorker = 0x00000010;
