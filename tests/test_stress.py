@@ -534,13 +534,13 @@ def test_the_real_arm64_run_passes(tmp_path):
 
 
 def test_the_guest_runs_on_for_the_kinds_the_judge_requires():
-    """selftests/stress.cc runs on past --seconds until every kind
+    """selftests/stress/ runs on past --seconds until every kind
     ci/stress.py requires has succeeded once (a slow host gets the time
     to reach each; the judge still fails one that never succeeds): its
     list must be the judge's, or the run would stop before a required
     kind or wait for one nobody requires."""
     import re
-    src = read(os.path.join(ROOT, "selftests"), "stress.cc")
+    src = read(os.path.join(ROOT, "selftests", "stress"), "main.cc")
     body = re.search(r"kRequired\[\] = \{(.*?)\};", src, re.S).group(1)
     guest = [k if k != "kExecKind" else "exec-64-32-64"
              for k in re.findall(r'"([^"]+)"|(kExecKind)', body)
