@@ -50,7 +50,7 @@ from vmtest import rundir  # noqa: E402
 from vmtest.kvline import fields  # noqa: E402
 
 # Kinds every run must have done at least once, successfully: the
-# fuzzer's core and each lifecycle storm (selftests/stress.cc).
+# fuzzer's core and each lifecycle storm (selftests/stress/).
 REQUIRED = ("open-self", "open-cpu", "mmap", "munmap", "close",
             "ioctl-enable", "ioctl-set-output", "work-deep-reads",
             "fork-exit", "exec-64-32-64", "thread-exit-in-syscall",
@@ -239,7 +239,7 @@ def loss_problems(c):
                    f"({c['unmatched']} announced cookies without a "
                    "record): a lost record may be a deferred one, so the "
                    "cookie accounting cannot be judged; the buffers are "
-                   "kWatchPages in selftests/stress.cc")
+                   "kWatchPages in selftests/stress/stress.h")
     elif c["unmatched"]:
         out.append(f"silent loss: {c['unmatched']} announced cookies "
                    "without a deferred record, none lost")

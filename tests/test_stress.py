@@ -102,7 +102,7 @@ def test_the_final_run_fails_on_its_lost_records(tmp_path):
         "stress: FAIL: the watch lost 11881 records to full buffers (151 "
         "announced cookies without a record): a lost record may be a "
         "deferred one, so the cookie accounting cannot be judged; the "
-        "buffers are kWatchPages in selftests/stress.cc"], out
+        "buffers are kWatchPages in selftests/stress/stress.h"], out
 
 
 def test_a_splat_fails(run):
@@ -441,8 +441,8 @@ def test_the_fixed_base_passes_the_reproducer(tmp_path):
     assert "0 siblings accepted" in out and "stress: OK" in out
 
 
-# The io_uring and uprobe storms (selftests/stress.cc iouring_step(),
-# uprobe_step()): each must have succeeded at least once.
+# The io_uring and uprobe storms (selftests/stress/iouring_uprobe.cc,
+# iouring_step(), uprobe_step()): each must have succeeded at least once.
 NEW_STORMS = ("io_uring-async", "io_uring-sqpoll", "io_uring-worker-sample",
               "uprobe", "uretprobe")
 
