@@ -166,22 +166,18 @@ void stop_repeatedly(bool ptraced)
 	long sw = work::tracepoint_id("sched/sched_switch");
 	if (sw < 0)
 		GTEST_SKIP() << "no tracepoint sched/sched_switch in tracefs";
-	int p[2];
-	ASSERT_EQ(pipe(p), 0);
-	pid_t pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		close(p[1]);
+	int wr;
+	pid_t pid = work::fork_reader([](int fd) {
 		for (;;)
-			if (rs_tracee_read(p[0]) == 0)
+			if (rs_tracee_read(fd) == 0)
 				_exit(0);
-	}
-	close(p[0]);
+	}, &wr);
+	ASSERT_GE(pid, 0) << strerror(-pid);
 	if (ptraced && ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_EXITKILL)) {
 		int e = errno;
 		kill(pid, SIGKILL);
 		waitpid(pid, nullptr, 0);
-		close(p[1]);
+		close(wr);
 		FAIL() << "PTRACE_SEIZE: " << strerror(e);
 	}
 	session::Session s;
@@ -236,7 +232,7 @@ void stop_repeatedly(bool ptraced)
 	}
 	kill(pid, SIGKILL);
 	waitpid(pid, nullptr, __WALL);
-	close(p[1]);
+	close(wr);
 	ASSERT_EQ(rr, 0) << "sched_switch on the child: " << strerror(-rr);
 	std::string err;
 	Order ord = check_order(s, 0, &err);
@@ -335,20 +331,10 @@ TEST(RightStack, RecordComesBeforeSyscallAndExitStops)
 	long tp = work::tracepoint_id("raw_syscalls/sys_enter");
 	if (tp < 0)
 		GTEST_SKIP() << "no tracepoint raw_syscalls/sys_enter in tracefs";
-	int p[2];
-	ASSERT_EQ(pipe(p), 0);
-	pid_t pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		close(p[1]);
-		rs_tracee_syscalls(p[0]);
-		_exit(1);
-	}
-	close(p[0]);
 	/* Asleep in its read: no system call of it before that is sampled */
-	work::Deadline asleep(10);
-	while (work::task_state(pid) != 'S' && !asleep.passed())
-		usleep(100);
+	int wr;
+	pid_t pid = work::fork_reader(rs_tracee_syscalls, &wr);
+	ASSERT_GE(pid, 0) << strerror(-pid);
 	session::Session s;
 	int rr = ptrace(PTRACE_SEIZE, pid, 0,
 			PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD |
@@ -365,8 +351,8 @@ TEST(RightStack, RecordComesBeforeSyscallAndExitStops)
 	}
 	s.enable();
 	/* The restarted read returns at once */
-	ASSERT_EQ(write(p[1], "x", 1), 1);
-	close(p[1]);
+	ASSERT_EQ(write(wr, "x", 1), 1);
+	close(wr);
 	const std::vector<syms::Symbol> &syms = syms::self();
 	const syms::Symbol *fn = syms::find(syms, "rs_tracee_syscalls");
 	uint64_t type = s.event(0).attr().sample_type;

@@ -967,6 +967,26 @@ Traced trace_moving_ip(pid_t pid, bool signal)
 	return t;
 }
 
+/*
+ * With the events of s on, lets the tracee's read return (a byte on wr)
+ * and traces it with trace_moving_ip() to its exit; fails unless the ip
+ * was moved and the tracee exited 0.
+ */
+void run_traced(session::Session *s, int wr, pid_t pid, bool signal)
+{
+	s->enable();
+	ASSERT_EQ(write(wr, "x", 1), 1);
+	close(wr);
+	Traced traced = trace_moving_ip(pid, signal);
+	bool moved = traced.moved, exited = traced.exited;
+	s->disable();
+	s->drain();
+	ASSERT_TRUE(moved) << "the tracee's ip could not be moved at the "
+			      "exit stop of getppid()";
+	ASSERT_TRUE(exited) << "the tracee did not exit 0 from "
+			       "rs_setregs_resume";
+}
+
 TEST(RightStack, PtraceSetregsDeferredChainIsTheNewStack)
 {
 	EXTENSION("a tracer's register rewrite during a stop: later samples "
@@ -977,23 +997,15 @@ TEST(RightStack, PtraceSetregsDeferredChainIsTheNewStack)
 	if (enter < 0 || deliver < 0)
 		GTEST_SKIP() << "no tracepoint syscalls/sys_enter_getppid or "
 				"signal/signal_deliver in tracefs";
-	int p[2];
-	ASSERT_EQ(pipe(p), 0);
-	pid_t pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
+	int wr;
+	pid_t pid = work::fork_reader([](int fd) {
 		struct sigaction sa {};
 		sa.sa_handler = rs_on_signal;
 		sigemptyset(&sa.sa_mask);
 		sigaction(SIGUSR1, &sa, nullptr);
-		close(p[1]);
-		rs_setregs_tracee(p[0]);
-		_exit(1);
-	}
-	close(p[0]);
-	work::Deadline asleep(10);
-	while (work::task_state(pid) != 'S' && !asleep.passed())
-		usleep(100);
+		rs_setregs_tracee(fd);
+	}, &wr);
+	ASSERT_GE(pid, 0) << strerror(-pid);
 	/* 0: signal_deliver deferred, 1: in place, 2: getppid's entry */
 	session::Session s;
 	session::Options o = session::tracepoint(deliver, 64);
@@ -1023,17 +1035,7 @@ TEST(RightStack, PtraceSetregsDeferredChainIsTheNewStack)
 		waitpid(pid, nullptr, __WALL);
 		FAIL() << "the tracee did not stop for PTRACE_INTERRUPT";
 	}
-	s.enable();
-	ASSERT_EQ(write(p[1], "x", 1), 1);
-	close(p[1]);
-	Traced traced = trace_moving_ip(pid, true);
-	bool moved = traced.moved, exited = traced.exited;
-	s.disable();
-	s.drain();
-	ASSERT_TRUE(moved) << "the tracee's ip could not be moved at the "
-			      "exit stop of getppid()";
-	ASSERT_TRUE(exited) << "the tracee did not exit 0 from "
-			       "rs_setregs_resume";
+	ASSERT_NO_FATAL_FAILURE(run_traced(&s, wr, pid, true));
 
 	/* The deferred signal_deliver sample, and the first record after it */
 	std::string err;
@@ -1098,19 +1100,9 @@ TEST(RightStack, PtraceStopBreakpointDeferredChainIsTheStoppedStack)
 	EXTENSION("a request from NMI context at a ptrace stop gets the "
 		  "stack it interrupted, whatever the tracer writes");
 	SKIP_UNLESS_DEFER_CALLCHAIN();
-	int p[2];
-	ASSERT_EQ(pipe(p), 0);
-	pid_t pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		close(p[1]);
-		rs_setregs_tracee(p[0]);
-		_exit(1);
-	}
-	close(p[0]);
-	work::Deadline asleep(10);
-	while (work::task_state(pid) != 'S' && !asleep.passed())
-		usleep(100);
+	int wr;
+	pid_t pid = work::fork_reader(rs_setregs_tracee, &wr);
+	ASSERT_GE(pid, 0) << strerror(-pid);
 	session::Session s;
 	std::string what;
 	int rr = ptrace(PTRACE_SEIZE, pid, 0,
@@ -1157,17 +1149,7 @@ TEST(RightStack, PtraceStopBreakpointDeferredChainIsTheStoppedStack)
 		FAIL() << "PTRACE_SEIZE, " << what << " on the child or "
 		       << "PTRACE_INTERRUPT: " << strerror(-rr);
 	}
-	s.enable();
-	ASSERT_EQ(write(p[1], "x", 1), 1);
-	close(p[1]);
-	Traced traced = trace_moving_ip(pid, false);
-	bool moved = traced.moved, exited = traced.exited;
-	s.disable();
-	s.drain();
-	ASSERT_TRUE(moved) << "the tracee's ip could not be moved at the "
-			      "exit stop of getppid()";
-	ASSERT_TRUE(exited) << "the tracee did not exit 0 from "
-			       "rs_setregs_resume";
+	ASSERT_NO_FATAL_FAILURE(run_traced(&s, wr, pid, false));
 	/*
 	 * Each deferred sample against the first record of its cookie after
 	 * it (an entry's stops share a cookie: the records of its later

@@ -251,6 +251,31 @@ bool write_file(const std::string &path, const std::string &text)
 	return ok;
 }
 
+pid_t fork_reader(const std::function<void(int)> &child, int *wr)
+{
+	int p[2];
+	if (pipe(p))
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		return -e;
+	}
+	if (pid == 0) {
+		close(p[1]);
+		child(p[0]);
+		_exit(1);
+	}
+	close(p[0]);
+	*wr = p[1];
+	Deadline asleep(10);
+	while (task_state(pid) != 'S' && !asleep.passed())
+		usleep(100);
+	return pid;
+}
+
 TaskInfo task_info(pid_t tid)
 {
 	TaskInfo t;

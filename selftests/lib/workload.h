@@ -93,6 +93,14 @@ int pin(pid_t tid, int cpu);
 int current_cpu();
 
 /*
+ * A child that blocks in a read of a pipe: fork() runs child(fd), fd the
+ * pipe's read end, then _exit(1); the parent waits until the child
+ * sleeps (at most Deadline(10)). Returns its pid and sets *wr to the
+ * write end (a byte there ends the read), or returns -errno.
+ */
+pid_t fork_reader(const std::function<void(int)> &child, int *wr);
+
+/*
  * A child forked and held before exec until release(): open the events on
  * pid (enable_on_exec), then release() to exec argv.
  */
