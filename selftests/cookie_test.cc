@@ -199,9 +199,8 @@ TEST(Cookie, SharedByAllSamplesAndEventsOfOneEntry)
  * The series' addition: a sample taken after its entry's record gets the
  * record again after it (the callbacks run again) or, past the exit to
  * user mode loop or during the callbacks, is unwound in place. So no
- * sample of an entry is followed by no record of it (upstream 7.2: 10 of
- * about 1100 samples were; a saved run of the series without the second
- * run of the callbacks: 68 of 1109).
+ * sample of an entry is followed by no record of it (upstream 7.2 has
+ * such samples: doc/upstream/conformance.md).
  */
 TEST(Cookie, RecordFollowsEverySampleOfItsEntry)
 {

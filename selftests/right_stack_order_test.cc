@@ -252,8 +252,8 @@ void stop_repeatedly(bool ptraced)
 	/*
 	 * A stop whose entry has no sample but the stop's own (the read
 	 * blocked before enabling, or the child not yet asleep when it was
-	 * stopped) has nothing to judge; it is timing, not behaviour (CI's
-	 * arm64 debug run: 2 of 60). The loop stopped until kJudged were.
+	 * stopped) has nothing to judge; it is timing, not behaviour. The
+	 * loop stopped until kJudged were.
 	 */
 	EXPECT_GE(applicable, kJudged) << "in " << stops << " stops, "
 				       << dl.describe();
@@ -261,8 +261,8 @@ void stop_repeatedly(bool ptraced)
 	 * Each stop's own sample, and the read's block before a judged
 	 * stop, has its entry's record after it (the last read's block has
 	 * none yet); a stop's sample unwound in place instead leaves about
-	 * one per stop. Every run so far: stops + judged, or a few more;
-	 * the bound leaves half the judged stops' blocks to such samples.
+	 * one per stop. So about stops + judged, or a few more; the bound
+	 * leaves half the judged stops' blocks to such samples.
 	 */
 	EXPECT_GE(ord.record_after, (size_t)(stops + applicable / 2))
 		<< "the stops' samples are not answered by their entry's "

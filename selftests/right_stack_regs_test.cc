@@ -331,7 +331,7 @@ TEST(RightStack, UprobeDeferredChainIsTheProbedStack)
 	printf("# uprobe at rs_probed+%#llx: %s\n",
 	       (unsigned long long)(site - fn->start), c.describe().c_str());
 	expect_all_match(s, c, kHits);
-	/* The uprobe's exception entry refuses nothing (last run: 200 of 200) */
+	/* The uprobe's exception entry refuses nothing */
 	EXPECT_EQ(c.deferred, c.hits) << c.describe();
 }
 
@@ -395,7 +395,7 @@ TEST(RightStack, SignalDeliverDeferredChainIsTheInterruptedStack)
 	       c.describe().c_str());
 	expect_all_match(s, c, kSignals);
 	/* Delivery runs in the exit loop, before the close: nothing is
-	 * refused (last run: 200 of 200) */
+	 * refused */
 	EXPECT_EQ(c.deferred, c.hits) << c.describe();
 }
 
@@ -481,7 +481,7 @@ TEST(RightStack, IrqEnableDeferredChainIsTheInterruptedStack)
 	/*
 	 * Each getppid enables interrupts on its way in, before the close:
 	 * at least one deferred hit per call. Those of exit_to_user_mode()
-	 * come after the close and fall back (no saved run of this test).
+	 * come after the close and fall back.
 	 */
 	EXPECT_GE(c.deferred, (size_t)kCalls) << c.describe();
 }

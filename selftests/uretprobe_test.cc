@@ -253,7 +253,7 @@ TEST(Uretprobe, DeferredChainRefusesAKernelReturnAddress)
 	       deferred, with_record, leaf_ok, above_limit,
 	       (unsigned long long)kUserLimit, example.c_str());
 	/* One sample per call, at the syscall's entry, where nothing is
-	 * refused: each deferred and answered (no saved run of this test) */
+	 * refused: each deferred and answered */
 	EXPECT_EQ(samples, (size_t)kCalls);
 	EXPECT_EQ(deferred, samples) << "samples unwound in place";
 	EXPECT_EQ(with_record, deferred) << "cookies without a record";

@@ -77,9 +77,9 @@ void uprobe_caller_thread(unsigned seed);
 
 /*
  * Data pages of each watch buffer (4 in a guest with -smp 4: 32 MiB).
- * 128 (512 KiB) lost records in 5 of 20 runs of 120 s (153-1581 records,
- * 2026-11-26) and 11881 in the 600 s run: the drain fell seconds behind
- * about 550 records a second per CPU. 2048 pages hold about a minute.
+ * 128 (512 KiB) lost records: the drain fell seconds behind about 550
+ * records a second per CPU (doc/stress.md, "Sized buffers" and "Final").
+ * 2048 pages hold about a minute.
  */
 constexpr size_t kWatchPages = 2048;
 
