@@ -509,11 +509,12 @@ TEST(Cookie, UniqueAcrossCpusCountingTheSame)
 	       "over %llu entries (%s)\n", cpus.size(), rounds, owners.size(),
 	       shared, (unsigned long long)met, dl.describe().c_str());
 	EXPECT_EQ(shared, 0u) << "cookies shared by tasks on different CPUs";
-	if (series_layout)
+	if (series_layout) {
 		EXPECT_GE(met, (uint64_t)kTogether / 2)
 			<< "in " << rounds << " rounds the CPUs' sequences "
 			   "were not brought together: the test could not have "
 			   "seen a collision";
+	}
 }
 
 } // namespace

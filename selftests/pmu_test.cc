@@ -32,7 +32,7 @@
 namespace {
 
 /* The kernel log's "hw perfevents:" line (arm's PMU driver), or "". */
-std::string pmu_boot_line()
+[[maybe_unused]] std::string pmu_boot_line()
 {
 	int size = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, nullptr, 0);
 	if (size <= 0)

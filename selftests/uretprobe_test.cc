@@ -208,7 +208,8 @@ TEST(Uretprobe, DeferredChainRefusesAKernelReturnAddress)
 	ASSERT_EQ(sigaction(SIGSEGV, &sa, &old), 0);
 	constexpr int kCalls = 20;
 	s.enable();
-	for (int i = 0; i < kCalls; i++) {
+	/* volatile: the loop goes on after each siglongjmp() */
+	for (volatile int i = 0; i < kCalls; i = i + 1) {
 		/* ur_target returns, through the trampoline, to kKernelRa */
 		if (!sigsetjmp(ur_env, 1))
 			ur_enter_with_ra(ur_target, kKernelRa);
