@@ -87,7 +87,7 @@ BENCH_SMP  := $(if $(filter command line,$(origin SMP)),$(SMP),$(shell nproc))
 # stress kernel (debug + kmemleak), in a guest with SMP vCPUs.
 STRESS_S   ?= 180
 # STRESS_ARGS=--percpu-groups,--repro-group-hotplug: more options for
-# the guest program (selftests/stress.cc).
+# the guest program (selftests/stress/).
 STRESS_ARGS ?=
 # Seconds of fuzzing of the SFrame reader: make fuzz, and make test's run.
 FUZZ_S ?= 600

@@ -320,7 +320,7 @@ TEST(Abi, DeferredRecordLayoutAndTrailer)
 					 "with trailer 0x" << std::hex << st;
 		/*
 		 * Every entry gets its record but the one disabling the
-		 * event, its own receiver (saved run: 349 of 350 cookies).
+		 * event, its own receiver.
 		 */
 		EXPECT_GE(records + 1, (int)first_announce.size())
 			<< "cookies without a record, trailer 0x" << std::hex
@@ -350,8 +350,7 @@ TEST(Abi, DeferredRecordWithoutSampleIdAll)
 	printf("# %zu records without a trailer, %zu cookies announced\n",
 	       recs.size(), cookies.size());
 	EXPECT_GT(recs.size(), 0u);
-	/* All but the disabling entry's, as with a trailer (saved run: 149
-	 * records) */
+	/* All but the disabling entry's, as with a trailer */
 	EXPECT_GE(recs.size() + 1, cookies.size());
 }
 
@@ -409,10 +408,8 @@ TEST(Abi, MarkerAndCookieAreTheLastTwoEntries)
 		/*
 		 * cpu-clock samples are interrupts: one that lands while the
 		 * entry's callbacks run is refused and unwound in place, next
-		 * to its entry's record; no other is (last runs: 2 of 184
-		 * normal, 28 of 230 debug, all next to their record; with the
-		 * callbacks at the close: 0 of 151 and 0 of 213). How many
-		 * follows the callbacks' time, so only that is judged.
+		 * to its entry's record; no other is. How many follows the
+		 * callbacks' time, so only that is judged.
 		 */
 		EXPECT_TRUE(r.unexplained_fallbacks.empty()) << r.describe();
 	}
@@ -484,7 +481,7 @@ TEST(Abi, NoRecordWithoutAPriorAnnounce)
 	/*
 	 * The receiver is enabled before the sampler and disabled after
 	 * it, so even the entries that enable and disable the sampler
-	 * have their records (saved run: 0 of 99).
+	 * have their records.
 	 */
 	EXPECT_TRUE(r.unmatched.empty()) << r.describe();
 	EXPECT_TRUE(r.duplicates.empty() && r.with_kernel_ip.empty() &&

@@ -98,9 +98,7 @@ TEST(Callchain, KernelAndUserPartsHoldTheRecursion)
 	 * Every sample taken in a read (ksys_read in its kernel part) comes
 	 * from the recursion's bottom. The thread enters the kernel
 	 * elsewhere too, outside the recursion: the enable and disable
-	 * ioctls and more (4 of 72 kernel samples on arm64's debug kernel,
-	 * 2026-11-26, where 2 per round were allowed before; which entries
-	 * they were was not recorded): those are not judged.
+	 * ioctls and more: those are not judged.
 	 */
 	EXPECT_GE(reads, kWantKernelSamples) << "too few samples in read(), "
 					     << deadline.describe();

@@ -199,9 +199,8 @@ TEST(Cookie, SharedByAllSamplesAndEventsOfOneEntry)
  * The series' addition: a sample taken after its entry's record gets the
  * record again after it (the callbacks run again) or, past the exit to
  * user mode loop or during the callbacks, is unwound in place. So no
- * sample of an entry is followed by no record of it (upstream 7.2: 10 of
- * about 1100 samples were; a saved run of the series without the second
- * run of the callbacks: 68 of 1109).
+ * sample of an entry is followed by no record of it (upstream 7.2 has
+ * such samples: doc/upstream/conformance.md).
  */
 TEST(Cookie, RecordFollowsEverySampleOfItsEntry)
 {
@@ -510,11 +509,12 @@ TEST(Cookie, UniqueAcrossCpusCountingTheSame)
 	       "over %llu entries (%s)\n", cpus.size(), rounds, owners.size(),
 	       shared, (unsigned long long)met, dl.describe().c_str());
 	EXPECT_EQ(shared, 0u) << "cookies shared by tasks on different CPUs";
-	if (series_layout)
+	if (series_layout) {
 		EXPECT_GE(met, (uint64_t)kTogether / 2)
 			<< "in " << rounds << " rounds the CPUs' sequences "
 			   "were not brought together: the test could not have "
 			   "seen a collision";
+	}
 }
 
 } // namespace

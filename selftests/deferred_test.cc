@@ -376,10 +376,9 @@ protected:
 		/*
 		 * cpu-clock samples are interrupts: one that lands while the
 		 * entry's callbacks run is refused and unwound in place, with
-		 * the stack of the entry's record next to it; no other is
-		 * (last run: 2 of 424, both next to their record; the series
-		 * that ran the callbacks at the close: 0 of 665). How many
-		 * follows the callbacks' time, so only that is judged.
+		 * the stack of the entry's record next to it; no other is.
+		 * How many follows the callbacks' time, so only that is
+		 * judged.
 		 */
 		EXPECT_TRUE(r.unexplained_fallbacks.empty())
 			<< "samples unwound in place: " << r.describe();

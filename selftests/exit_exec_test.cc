@@ -149,8 +149,8 @@ void run_child(const char *what, const std::vector<std::string> &argv,
 	/*
 	 * Samples in the reads and the exit or exec syscall defer; a request
 	 * past an entry's close (around the exec or the exit) unwinds in
-	 * place, how often depends on timing (2026-11-26: 0 to 13 of 875,
-	 * 19 of 312 on a loaded host), so no ratio is judged. A kernel that
+	 * place, how often depends on timing (more on a loaded host), so no
+	 * ratio is judged. A kernel that
 	 * refuses requests defers none: that is judged.
 	 */
 	EXPECT_GT(r.announcing_samples, 0u) << "no sample deferred";
@@ -162,8 +162,8 @@ void run_child(const char *what, const std::vector<std::string> &argv,
 		   "cs_middle, cs_outer, main; first: " << wrong_example;
 	/*
 	 * Each image that runs its read loop reads from cs_leaf for 80-100
-	 * ms; a child killed early may not have reached it (2026-11-26: the
-	 * SIGKILL case, 0 of 417 records in cs_leaf, every leaf in its image).
+	 * ms; a child killed early may not have reached it (the SIGKILL
+	 * case: every leaf in its image, none in cs_leaf).
 	 */
 	for (size_t i = 0; i < img.size() && reaches_leaf; i++)
 		EXPECT_GT(full[i], 0u) << "no record of cs_leaf's stack in "

@@ -478,8 +478,7 @@ TEST(PerfTool, NoMergeShowsDeferredRecords)
 	printf("# %d samples outside exit unwound in place%s%s\n",
 	       user_in_samples, user_in_samples ? ", the first: " : "",
 	       user_in_samples ? odd.c_str() : "");
-	/* ... and outside do_exit each defers (saved run: 229 kernel
-	 * samples, 0 in exit) */
+	/* ... and outside do_exit each defers */
 	EXPECT_EQ(no_cookie, 0)
 		<< "samples outside do_exit without their cookie, the first: "
 		<< odd_cookie;

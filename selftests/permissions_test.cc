@@ -102,8 +102,7 @@ Report run_as_nobody(bool defer)
 			 * Drained as the buffer fills: an unprivileged user's
 			 * buffer is small (16 pages, within
 			 * perf_event_mlock_kb), and 0.2 s of samples and
-			 * records overflowed it on arm64 (2 of 261 cookies
-			 * without a record, 2026-11-28).
+			 * records overflowed it on arm64.
 			 */
 			s.enable();
 			for (int i = 0; i < 10; i++) {

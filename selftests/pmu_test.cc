@@ -32,7 +32,7 @@
 namespace {
 
 /* The kernel log's "hw perfevents:" line (arm's PMU driver), or "". */
-std::string pmu_boot_line()
+[[maybe_unused]] std::string pmu_boot_line()
 {
 	int size = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, nullptr, 0);
 	if (size <= 0)
@@ -51,8 +51,7 @@ std::string pmu_boot_line()
 /*
  * Cycles, a sample per 100,000. How many samples land in the helper's
  * reads, which known_chain::check() judges (20 at least), varies a lot
- * under TCG: one per million gave 24 reads of 150 chains, one per
- * 400,000 gave 54 of 358 and 8 of 377 (2026-11-26).
+ * under TCG: too few at one per million or 400,000 (doc/arm64.md).
  */
 session::Options cycles()
 {

@@ -128,23 +128,6 @@ std::string fallbacks_since(const std::map<std::string, long> &before)
 	return total ? o.str().substr(1) : "none";
 }
 
-std::string chain_str(const std::vector<uint64_t> &ips,
-		      const std::vector<syms::Symbol> &s, size_t max = 6)
-{
-	std::ostringstream o;
-	o << "[" << ips.size() << ":";
-	for (size_t i = 0; i < ips.size() && i < max; i++) {
-		const syms::Symbol *f = syms::lookup(s, ips[i]);
-		if (f)
-			o << " " << f->name << "+0x" << std::hex
-			  << ips[i] - f->start << std::dec;
-		else
-			o << " 0x" << std::hex << ips[i] << std::dec;
-	}
-	o << (ips.size() > max ? " ...]" : "]");
-	return o.str();
-}
-
 /* Whether chain starts with frames in want[0], want[1], ... in order. */
 bool holds(const std::vector<uint64_t> &chain,
 	   const std::vector<const syms::Symbol *> &want)
@@ -215,9 +198,9 @@ void record(const std::string &helper, const std::vector<std::string> &args,
 		if (holds(d.ips, want)) {
 			c->full++;
 			if (c->example.empty())
-				c->example = chain_str(d.ips, symbols);
+				c->example = syms::chain_str(d.ips, symbols);
 		} else if (c->first_bad.empty()) {
-			c->first_bad = chain_str(d.ips, symbols);
+			c->first_bad = syms::chain_str(d.ips, symbols);
 		}
 	}
 	std::vector<perf::Sample> ds = s.samples(0, &err);
@@ -232,7 +215,7 @@ void record(const std::string &helper, const std::vector<std::string> &args,
 			c->inplace_from_leaf++;
 			c->inplace_full += holds(ic.user, want);
 			if (c->inplace_example.empty())
-				c->inplace_example = chain_str(ic.user, symbols);
+				c->inplace_example = syms::chain_str(ic.user, symbols);
 		}
 		auto r = recs.find(dc.cookie);
 		if (!dc.deferred || r == recs.end()) {

@@ -101,7 +101,7 @@ def test_the_final_run_fails_on_its_lost_records(tmp_path):
         "stress: FAIL: the watch lost 11881 records to full buffers (151 "
         "announced cookies without a record): a lost record may be a "
         "deferred one, so the cookie accounting cannot be judged; the "
-        "buffers are kWatchPages in selftests/stress.cc"], out
+        "buffers are kWatchPages in selftests/stress/stress.h"], out
 
 
 def test_a_splat_fails(run):
@@ -440,8 +440,8 @@ def test_the_fixed_base_passes_the_reproducer(tmp_path):
     assert "0 siblings accepted" in out and "stress: OK" in out
 
 
-# The io_uring and uprobe storms (selftests/stress.cc iouring_step(),
-# uprobe_step()): each must have succeeded at least once.
+# The io_uring and uprobe storms (selftests/stress/iouring_uprobe.cc,
+# iouring_step(), uprobe_step()): each must have succeeded at least once.
 NEW_STORMS = ("io_uring-async", "io_uring-sqpoll", "io_uring-worker-sample",
               "uprobe", "uretprobe")
 
@@ -533,13 +533,13 @@ def test_the_real_arm64_run_passes(tmp_path):
 
 
 def test_the_guest_runs_on_for_the_kinds_the_judge_requires():
-    """selftests/stress.cc runs on past --seconds until every kind
+    """selftests/stress/ runs on past --seconds until every kind
     ci/judge/stress.py requires has succeeded once (a slow host gets the time
     to reach each; the judge still fails one that never succeeds): its
     list must be the judge's, or the run would stop before a required
     kind or wait for one nobody requires."""
     import re
-    src = read(os.path.join(ROOT, "selftests"), "stress.cc")
+    src = read(os.path.join(ROOT, "selftests", "stress"), "main.cc")
     body = re.search(r"kRequired\[\] = \{(.*?)\};", src, re.S).group(1)
     guest = [k if k != "kExecKind" else "exec-64-32-64"
              for k in re.findall(r'"([^"]+)"|(kExecKind)', body)

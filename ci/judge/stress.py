@@ -49,7 +49,7 @@ from ci.judge.vmtest import rundir
 from ci.judge.vmtest.tagged_lines import fields
 
 # Kinds every run must have done at least once, successfully: the
-# fuzzer's core and each lifecycle storm (selftests/stress.cc).
+# fuzzer's core and each lifecycle storm (selftests/stress/).
 REQUIRED = ("open-self", "open-cpu", "mmap", "munmap", "close",
             "ioctl-enable", "ioctl-set-output", "work-deep-reads",
             "fork-exit", "exec-64-32-64", "thread-exit-in-syscall",
@@ -238,7 +238,7 @@ def loss_problems(c):
                    f"({c['unmatched']} announced cookies without a "
                    "record): a lost record may be a deferred one, so the "
                    "cookie accounting cannot be judged; the buffers are "
-                   "kWatchPages in selftests/stress.cc")
+                   "kWatchPages in selftests/stress/stress.h")
     elif c["unmatched"]:
         out.append(f"silent loss: {c['unmatched']} announced cookies "
                    "without a deferred record, none lost")

@@ -70,7 +70,7 @@ bool in_kernel_function(const perf::Sample &s, const std::string &fn)
 
 namespace {
 
-/* At least this many reads sampled (saved runs: 39 to 607 full chains) */
+/* At least this many reads sampled */
 constexpr int kMinReads = 20;
 
 struct StackCheck {
@@ -218,9 +218,8 @@ void check(const std::string &name, bool compat, bool deferred,
 	 * Chains starting outside the helper's sized symbols are printed,
 	 * not judged: the binary's code past them (PLT and IFUNC stubs of a
 	 * static build) and the uretprobe trampoline's page are legitimate
-	 * leaves (2026-11-26, normal kernel: 1 of 520 deferred chains, 8 of
-	 * 491 in-place chains under a uretprobe). What is judged is above:
-	 * every read's chain is the known stack.
+	 * leaves (a few of hundreds of chains, under a uretprobe more). What
+	 * is judged is above: every read's chain is the known stack.
 	 */
 	(void)outside;
 	EXPECT_EQ(c.above_4g, 0) << "addresses above 4 GiB in a compat chain";

@@ -228,7 +228,7 @@ int record_program(Session *s, work::Child *child,
 	 * Drain as it runs: a debug kernel is slow enough to fill a buffer.
 	 * 60 s on the reference guest: arm64's debug kernel takes minutes
 	 * of a slow host to fault in and tear down exit_exec_test's 64 MiB
-	 * (57 s were too few under SLOW=on, 2026-11-28).
+	 * (doc/harness.md, "Slow hosts").
 	 */
 	int st = child->wait(60, [s] { s->drain(); });
 	s->drain();

@@ -2,6 +2,7 @@
 #include "symbols.h"
 
 #include <elf.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <fstream>
@@ -103,6 +104,37 @@ const Symbol *lookup(const std::vector<Symbol> &s, uint64_t addr)
 		if (sym.contains(addr))
 			return &sym;
 	return nullptr;
+}
+
+const std::vector<Symbol> &self()
+{
+	static std::vector<Symbol> s;
+	if (s.empty()) {
+		std::string err;
+		s = load("/proc/self/exe", &err);
+	}
+	return s;
+}
+
+std::string name_of(uint64_t ip, const std::vector<Symbol> &s)
+{
+	char buf[64];
+	const Symbol *f = lookup(s, ip);
+	if (!f) {
+		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)ip);
+		return buf;
+	}
+	snprintf(buf, sizeof(buf), "+0x%llx", (unsigned long long)(ip - f->start));
+	return f->name + buf;
+}
+
+std::string chain_str(const std::vector<uint64_t> &ips,
+		      const std::vector<Symbol> &s, size_t max)
+{
+	std::string o = "[" + std::to_string(ips.size()) + ":";
+	for (size_t i = 0; i < ips.size() && i < max; i++)
+		o += " " + name_of(ips[i], s);
+	return o + (ips.size() > max ? " ...]" : "]");
 }
 
 } // namespace syms

@@ -29,4 +29,13 @@ const Symbol *find(const std::vector<Symbol> &s, const std::string &name);
 /* The function containing addr, or nullptr. */
 const Symbol *lookup(const std::vector<Symbol> &s, uint64_t addr);
 
+/* The running program's function symbols (/proc/self/exe), loaded once. */
+const std::vector<Symbol> &self();
+/* "func+0x12", or "0x4011a0" where no symbol of s holds ip. */
+std::string name_of(uint64_t ip, const std::vector<Symbol> &s = self());
+/* A chain for a test's output, "[n: func+0x12 func+0x34 ...]": its
+ * length and its first max frames by name. */
+std::string chain_str(const std::vector<uint64_t> &ips,
+		      const std::vector<Symbol> &s = self(), size_t max = 6);
+
 } // namespace syms

@@ -70,6 +70,11 @@ extern "C" __attribute__((noinline)) int work_recurse_reading(int depth, int fd,
 	return r;
 }
 
+extern "C" __attribute__((noinline)) void work_not_a_leaf(void)
+{
+	asm volatile("" ::: "memory");
+}
+
 pid_t gettid()
 {
 	return (pid_t)syscall(SYS_gettid);
@@ -246,6 +251,31 @@ bool write_file(const std::string &path, const std::string &text)
 	return ok;
 }
 
+pid_t fork_reader(const std::function<void(int)> &child, int *wr)
+{
+	int p[2];
+	if (pipe(p))
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		return -e;
+	}
+	if (pid == 0) {
+		close(p[1]);
+		child(p[0]);
+		_exit(1);
+	}
+	close(p[0]);
+	*wr = p[1];
+	Deadline asleep(10);
+	while (task_state(pid) != 'S' && !asleep.passed())
+		usleep(100);
+	return pid;
+}
+
 TaskInfo task_info(pid_t tid)
 {
 	TaskInfo t;
@@ -255,6 +285,8 @@ TaskInfo task_info(pid_t tid)
 	if (l == std::string::npos || r == std::string::npos || r < l)
 		return t;
 	t.comm = s.substr(l + 1, r - l - 1);
+	if (r + 2 < s.size())
+		t.state = s[r + 2];
 	std::istringstream in(s.substr(r + 1));
 	std::string f;
 	for (int i = 0; i < 7 && in >> f; i++) /* state .. flags */

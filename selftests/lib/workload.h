@@ -73,6 +73,13 @@ long read_zero(double seconds, size_t chunk = 1 << 20);
  */
 extern "C" int work_recurse_reading(int depth, int fd, double until);
 
+/*
+ * Called by a test's known functions so that they are not leaves: GCC
+ * gives a leaf function no frame, and a frame-pointer walk from one skips
+ * its caller.
+ */
+extern "C" void work_not_a_leaf(void);
+
 /* Burn CPU in user space for about seconds of CPU time (no system calls
  * but the CPU-time clock's, one every 10000 iterations). */
 void spin_user(double seconds);
@@ -84,6 +91,14 @@ void mixed(double seconds, size_t chunk = 4 << 20);
 int pin(pid_t tid, int cpu);
 /* The CPU the calling thread runs on now. */
 int current_cpu();
+
+/*
+ * A child that blocks in a read of a pipe: fork() runs child(fd), fd the
+ * pipe's read end, then _exit(1); the parent waits until the child
+ * sleeps (at most Deadline(10)). Returns its pid and sets *wr to the
+ * write end (a byte there ends the read), or returns -errno.
+ */
+pid_t fork_reader(const std::function<void(int)> &child, int *wr);
 
 /*
  * A child forked and held before exec until release(): open the events on
@@ -121,9 +136,12 @@ bool write_file(const std::string &path, const std::string &text);
 struct TaskInfo {
 	bool ok = false;
 	std::string comm;
+	char state = '?'; /* R, S, T, ... */
 	unsigned long flags = 0; /* PF_* */
 };
 TaskInfo task_info(pid_t tid);
+/* The state of task tid (task_info().state): '?' if there is none. */
+inline char task_state(pid_t tid) { return task_info(tid).state; }
 constexpr unsigned long kPfKthread = 0x00200000;
 constexpr unsigned long kPfUserWorker = 0x00004000;
 constexpr unsigned long kPfIoWorker = 0x00000010;

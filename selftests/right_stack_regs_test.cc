@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The right stack (doc/kernel.md, "The right stack"): the deferred user chain
- * of a sample is the user stack the sample interrupted, whatever the kernel did
- * to the task's registers before it returned to user space, and its record
- * comes after the sample.
+ * The right stack (doc/kernel.md, "The right stack"), registers rewritten:
+ * the deferred user chain of a sample is the user stack the sample
+ * interrupted, whatever the kernel or a tracer did to the task's
+ * registers before it returned to user space.
  *
  * Most tests open two events on the same hits, one with defer_callchain
  * and defer_output and one without, and compare hit by hit the deferred
@@ -19,13 +19,16 @@
  *    the interrupts going on after the entry was forgotten;
  *  - x86_fpu:x86_fpu_regs_activated: arch_exit_to_user_mode_prepare()
  *    traces the FPU registers coming back, past the exit to user mode
- *    loop, where the task_work no longer runs.
+ *    loop, where the task_work no longer runs;
+ *  - requests from NMI context (a kernel execute breakpoint, kprobes in
+ *    the syscall, the signal frame's setup and sys_uretprobe) and an
+ *    emulated vsyscall.
  *
- * Exec: samples before the exec hold the old image's stack, those after
- * it the new image's, and no cookie spans the exec. Exit: no record is
- * empty and no cookie is left without a record. Order: every sample with a
- * cookie has that cookie's record after it in its buffer (a task that is
- * stopped or preempted after its entry's record was written).
+ * A tracer: one that moves the ip at a ptrace stop, sampled by a
+ * tracepoint after the stop and by an execute breakpoint at it.
+ *
+ * The exec and exit storms are right_stack_exec_exit_test's, the
+ * record's order around stops right_stack_order_test's.
  */
 #include <elf.h>
 #include <fcntl.h>
@@ -57,7 +60,6 @@
 #include <thread>
 
 #include "helpers/raw_syscall.h"
-#include "lib/cookie_match.h"
 #include "lib/features.h"
 #include "lib/perf_abi.h"
 #include "lib/session.h"
@@ -82,52 +84,6 @@ namespace {
 constexpr const char *kUprobePmu = "/sys/bus/event_source/devices/uprobe";
 /* At most this many frames are compared, from the leaf. */
 constexpr size_t kPrefix = 4;
-
-const std::vector<syms::Symbol> &self_symbols()
-{
-	static std::vector<syms::Symbol> s;
-	if (s.empty()) {
-		std::string err;
-		s = syms::load("/proc/self/exe", &err);
-	}
-	return s;
-}
-
-std::string name_of(uint64_t ip, const std::vector<syms::Symbol> &s)
-{
-	char buf[64];
-	const syms::Symbol *f = syms::lookup(s, ip);
-	if (!f) {
-		snprintf(buf, sizeof(buf), "%#llx", (unsigned long long)ip);
-		return buf;
-	}
-	snprintf(buf, sizeof(buf), "+%#llx", (unsigned long long)(ip - f->start));
-	return f->name + buf;
-}
-
-std::string chain_str(const std::vector<uint64_t> &ips,
-		      const std::vector<syms::Symbol> &s = self_symbols(),
-		      size_t max = 6)
-{
-	std::ostringstream o;
-	o << "[" << ips.size() << ":";
-	for (size_t i = 0; i < ips.size() && i < max; i++)
-		o << " " << name_of(ips[i], s);
-	if (ips.size() > max)
-		o << " ...";
-	o << "]";
-	return o.str();
-}
-
-/*
- * Called by the known functions below so that they are not leaves: GCC
- * gives leaf functions no frame, and a frame-pointer walk from one skips
- * its caller.
- */
-extern "C" __attribute__((noinline)) void rs_not_a_leaf(void)
-{
-	__asm__ volatile("" ::: "memory");
-}
 
 /* Deferred user chain vs in-place user chain, hit by hit. */
 struct Compared {
@@ -175,7 +131,7 @@ size_t known_frames(const std::vector<uint64_t> &chain)
 {
 	size_t n = 0;
 	while (n < chain.size() && n < kPrefix &&
-	       syms::lookup(self_symbols(), chain[n]))
+	       syms::lookup(syms::self(), chain[n]))
 		n++;
 	return n;
 }
@@ -241,9 +197,11 @@ Compared compare(const session::Session &s, size_t def, size_t inpl,
 				c.no_record++;
 				c.no_record_cookies.insert(dc.cookie);
 				if (c.no_record <= 8)
-					c.no_record_at += " " + std::to_string(i) +
-						"/" + std::to_string(n) + " " +
-						chain_str(ic.user, self_symbols(), 2);
+					c.no_record_at +=
+						" " + std::to_string(i) + "/" +
+						std::to_string(n) + " " +
+						syms::chain_str(ic.user,
+								syms::self(), 2);
 				continue;
 			}
 			got = it->second;
@@ -257,8 +215,8 @@ Compared compare(const session::Session &s, size_t def, size_t inpl,
 		(ok ? c.matches : c.mismatches)++;
 		std::string &ex = ok ? c.match_example : c.mismatch_example;
 		if (ex.empty())
-			ex = "deferred (" + how + ") " + chain_str(got) +
-			     " vs in place " + chain_str(ic.user);
+			ex = "deferred (" + how + ") " + syms::chain_str(got) +
+			     " vs in place " + syms::chain_str(ic.user);
 	}
 	return c;
 }
@@ -297,7 +255,7 @@ void expect_all_match(const session::Session &s, const Compared &c,
 	}
 }
 
-/* ---- A: uprobe ---------------------------------------------------------- */
+/* ---- uprobe ----------------------------------------------------------- */
 
 extern "C" const char rs_probe_site[];
 
@@ -315,7 +273,7 @@ extern "C" __attribute__((noinline, noclone)) long rs_probed(long x)
 			 "rs_probe_site:\n\t"
 			 "mov %%rax, %%rax\n" ::: "memory");
 #endif
-	rs_not_a_leaf();
+	work::work_not_a_leaf();
 	return x + 1;
 }
 
@@ -336,7 +294,7 @@ TEST(RightStack, UprobeDeferredChainIsTheProbedStack)
 	SKIP_UNLESS_DEFER_CALLCHAIN();
 	if (access(kUprobePmu, F_OK))
 		GTEST_SKIP() << "no uprobe PMU (CONFIG_UPROBE_EVENTS)";
-	const auto &symbols = self_symbols();
+	const auto &symbols = syms::self();
 	const syms::Symbol *fn = syms::find(symbols, "rs_probed");
 	ASSERT_NE(fn, nullptr) << "rs_probed not in /proc/self/exe";
 	uint64_t site = (uint64_t)(uintptr_t)rs_probe_site;
@@ -373,25 +331,25 @@ TEST(RightStack, UprobeDeferredChainIsTheProbedStack)
 	printf("# uprobe at rs_probed+%#llx: %s\n",
 	       (unsigned long long)(site - fn->start), c.describe().c_str());
 	expect_all_match(s, c, kHits);
-	/* The uprobe's exception entry refuses nothing (last run: 200 of 200) */
+	/* The uprobe's exception entry refuses nothing */
 	EXPECT_EQ(c.deferred, c.hits) << c.describe();
 }
 
-/* ---- B: signal delivery ------------------------------------------------- */
+/* ---- signal delivery -------------------------------------------------- */
 
 volatile sig_atomic_t rs_signals;
 
 extern "C" __attribute__((noinline)) void rs_on_signal(int)
 {
 	rs_signals = rs_signals + 1;
-	rs_not_a_leaf();
+	work::work_not_a_leaf();
 }
 
 /* tgkill inline from here: the in-place leaf is in this function. */
 extern "C" __attribute__((noinline)) long rs_signal_self(long pid, long tid)
 {
 	long r = raw_syscall3(SYS_tgkill, pid, tid, SIGUSR1);
-	rs_not_a_leaf();
+	work::work_not_a_leaf();
 	return r;
 }
 
@@ -437,23 +395,23 @@ TEST(RightStack, SignalDeliverDeferredChainIsTheInterruptedStack)
 	       c.describe().c_str());
 	expect_all_match(s, c, kSignals);
 	/* Delivery runs in the exit loop, before the close: nothing is
-	 * refused (last run: 200 of 200) */
+	 * refused */
 	EXPECT_EQ(c.deferred, c.hits) << c.describe();
 }
 
-/* ---- D: preemptirq:irq_enable -------------------------------------------- */
+/* ---- preemptirq:irq_enable -------------------------------------------- */
 
 extern "C" __attribute__((noinline)) long rs_entry_a(void)
 {
 	long r = raw_syscall3(NR_getppid, 0, 0, 0);
-	rs_not_a_leaf();
+	work::work_not_a_leaf();
 	return r;
 }
 
 extern "C" __attribute__((noinline)) long rs_entry_b(void)
 {
 	long r = raw_syscall3(NR_getppid, 0, 0, 0);
-	rs_not_a_leaf();
+	work::work_not_a_leaf();
 	return r;
 }
 
@@ -523,12 +481,12 @@ TEST(RightStack, IrqEnableDeferredChainIsTheInterruptedStack)
 	/*
 	 * Each getppid enables interrupts on its way in, before the close:
 	 * at least one deferred hit per call. Those of exit_to_user_mode()
-	 * come after the close and fall back (no saved run of this test).
+	 * come after the close and fall back.
 	 */
 	EXPECT_GE(c.deferred, (size_t)kCalls) << c.describe();
 }
 
-/* ---- E: x86_fpu:x86_fpu_regs_activated ----------------------------------- */
+/* ---- x86_fpu:x86_fpu_regs_activated ----------------------------------- */
 
 /*
  * Every return to user space after a context switch reloads the task's
@@ -541,7 +499,7 @@ extern "C" __attribute__((noinline)) long rs_yield(int depth)
 {
 	long r = depth > 1 ? rs_yield(depth - 1) :
 			     raw_syscall3(SYS_sched_yield, 0, 0, 0);
-	rs_not_a_leaf();
+	work::work_not_a_leaf();
 	return r;
 }
 
@@ -605,7 +563,7 @@ TEST(RightStack, FpuRegsActivatedDeferredChainIsTheReturningStack)
 	expect_all_match(s, c, kYields);
 }
 
-/* ---- F: NMI context: an execute breakpoint and a kprobe in the kernel --- */
+/* ---- NMI context: an execute breakpoint and a kprobe in the kernel ---- */
 
 /*
  * On x86 a #DB or an int3 taken in kernel mode runs in NMI context
@@ -726,14 +684,14 @@ int open_kprobe_pair(session::Session *s, const char *func, std::string *what,
 extern "C" __attribute__((noinline)) long rs_pgrp_a(void)
 {
 	long r = raw_syscall3(GETPGRP_NR, 0, 0, 0);
-	rs_not_a_leaf();
+	work::work_not_a_leaf();
 	return r;
 }
 
 extern "C" __attribute__((noinline)) long rs_pgrp_b(void)
 {
 	long r = raw_syscall3(GETPGRP_NR, 0, 0, 0);
-	rs_not_a_leaf();
+	work::work_not_a_leaf();
 	return r;
 }
 
@@ -838,7 +796,7 @@ TEST(RightStack, UretprobeSyscallKprobeDeferredChainIsTheTrampolineStack)
 		SKIP_NOT_APPLICABLE("no kprobe PMU (CONFIG_KPROBE_EVENTS)");
 	ASSERT_EQ(r, 0) << what << ": " << strerror(-r);
 	/* The uretprobe on rs_probed: a counting event, no sample */
-	const syms::Symbol *fn = syms::find(self_symbols(), "rs_probed");
+	const syms::Symbol *fn = syms::find(syms::self(), "rs_probed");
 	ASSERT_NE(fn, nullptr) << "rs_probed not in /proc/self/exe";
 	std::string path = work::self_path();
 	session::Options o;
@@ -861,7 +819,7 @@ TEST(RightStack, UretprobeSyscallKprobeDeferredChainIsTheTrampolineStack)
 }
 #endif
 
-/* ---- G: an emulated vsyscall --------------------------------------------- */
+/* ---- an emulated vsyscall --------------------------------------------- */
 
 /*
  * A legacy vsyscall: a call to a fixed address above the user limit,
@@ -877,7 +835,7 @@ extern "C" __attribute__((noinline)) long rs_vsyscall(void)
 	struct timeval tv;
 	auto fn = (long (*)(struct timeval *, void *))kVsyscallGettimeofday;
 	long r = fn(&tv, nullptr);
-	rs_not_a_leaf();
+	work::work_not_a_leaf();
 	return r;
 }
 
@@ -904,629 +862,7 @@ TEST(RightStack, EmulatedVsyscallDeferredChainIsTheInterruptedStack)
 	EXPECT_EQ(c.deferred, c.hits) << c.describe();
 }
 
-/* ---- C: exec -------------------------------------------------------------- */
-
-struct Image {
-	std::string comm;
-	std::vector<syms::Symbol> symbols;
-	bool holds(uint64_t ip) const { return syms::lookup(symbols, ip); }
-};
-
-/* Every ip of ips that one of the images knows is in img, and the leaf is. */
-bool in_image(const std::vector<uint64_t> &ips, const Image &img,
-	      const Image &other)
-{
-	if (ips.empty() || !img.holds(ips[0]))
-		return false;
-	for (uint64_t ip : ips)
-		if (other.holds(ip))
-			return false;
-	return true;
-}
-
-/* The known stack that called execve: cs_leaf, cs_middle, cs_outer. */
-bool is_exec_caller(const std::vector<uint64_t> &ips, const Image &img)
-{
-	const syms::Symbol *leaf = syms::find(img.symbols, "cs_leaf");
-	const syms::Symbol *mid = syms::find(img.symbols, "cs_middle");
-	const syms::Symbol *out = syms::find(img.symbols, "cs_outer");
-	return leaf && mid && out && ips.size() >= 3 &&
-	       leaf->contains(ips[0]) && mid->contains(ips[1]) &&
-	       out->contains(ips[2]);
-}
-
-TEST(RightStack, ExecSplitsOldAndNewImageStacks)
-{
-	SKIP_UNLESS_IA32();
-	EXTENSION("exec ends the old image's kernel entry: its samples get "
-		  "the old image's stack, the new image a new cookie "
-		  "(doc/kernel.md: the right stack)");
-	SKIP_UNLESS_DEFER_CALLCHAIN();
-	std::string p64 = work::helper_path("compat_stack");
-	std::string p32 = work::helper_path("compat_stack_32");
-	SKIP_UNLESS_EXECUTABLE(p64, "helper program");
-	SKIP_UNLESS_EXECUTABLE(p32, "helper program");
-	long enter = work::tracepoint_id("syscalls/sys_enter_execve");
-	long done = work::tracepoint_id("sched/sched_process_exec");
-	if (enter < 0 || done < 0)
-		GTEST_SKIP() << "no tracepoint syscalls/sys_enter_execve or "
-				"sched/sched_process_exec in tracefs";
-	std::string err;
-	Image img[2]; /* 0: 64-bit, 1: 32-bit */
-	img[0].comm = "compat_stack";
-	img[1].comm = "compat_stack_32";
-	img[0].symbols = syms::load(p64, &err);
-	ASSERT_FALSE(img[0].symbols.empty()) << p64 << ": " << err;
-	img[1].symbols = syms::load(p32, &err);
-	ASSERT_FALSE(img[1].symbols.empty()) << p32 << ": " << err;
-
-	/* compat_stack 1 exec compat_stack_32 1 exec compat_stack 1 ...: each
-	 * reads for 1 ms, then execs the rest of its arguments from cs_leaf. */
-	constexpr int kExecs = 12;
-	std::vector<std::string> argv;
-	for (int i = 0; i <= kExecs; i++) {
-		if (i)
-			argv.push_back("exec");
-		argv.push_back(i & 1 ? p32 : p64);
-		argv.push_back("1");
-	}
-	/* Buffer 0: the receiver (comm records); 1, 2: the tracepoints. */
-	session::Session s;
-	work::Child child;
-	session::Options recv = session::sideband();
-	recv.pages = 128;
-	int st = session::record_program(
-		&s, &child, argv, recv, 0, [&](pid_t pid) {
-			session::Options o;
-			o.type = PERF_TYPE_TRACEPOINT;
-			o.period = 1;
-			o.defer_output = false;
-			o.enable_on_exec = true;
-			o.config = (uint64_t)enter;
-			int r = s.open(o, pid, -1);
-			if (r)
-				return r;
-			o.config = (uint64_t)done;
-			return s.open(o, pid, -1);
-		});
-	ASSERT_GE(st, 0) << strerror(-st);
-	if (session::exec_failed(st))
-		GTEST_SKIP() << "cannot exec the helpers (no IA32 emulation?)";
-	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
-		<< "wait status 0x" << std::hex << st;
-
-	/* The exec points, by time, and the image each one starts. */
-	std::vector<std::pair<uint64_t, int>> execs;
-	for (const session::Session::CommExec &c : s.comm_execs(0, &err))
-		execs.push_back({ c.time, c.comm == img[1].comm });
-	ASSERT_TRUE(err.empty()) << err;
-	std::map<uint64_t, std::vector<uint64_t>> recs;
-	for (const perf::DeferredCallchain &d : s.deferred(0, &err))
-		recs.emplace(d.cookie, d.ips);
-	ASSERT_TRUE(err.empty()) << err;
-
-	/* Image of the segment a time falls in: the one of the last exec
-	 * before it (the first program before any). */
-	auto segment = [&](uint64_t t) {
-		int seg = 0;
-		for (size_t i = 0; i < execs.size(); i++)
-			if (execs[i].first < t)
-				seg = (int)i + 1;
-		return seg;
-	};
-	auto image_of = [&](int seg) {
-		return seg ? execs[seg - 1].second : 0;
-	};
-	std::map<uint64_t, std::set<int>> segments_of;
-	size_t before = 0, before_ok = 0, after = 0, after_ok = 0;
-	size_t no_record = 0, not_deferred = 0;
-	std::string bad_before, bad_after, good_before, good_after;
-	for (size_t buf = 1; buf <= 2; buf++) {
-		for (const perf::Sample &sm : s.samples(buf, &err)) {
-			perf::SplitChain c = perf::split_callchain(sm.callchain);
-			int seg = segment(sm.sid.time);
-			const Image &mine = img[image_of(seg)];
-			const Image &other = img[!image_of(seg)];
-			std::vector<uint64_t> ips;
-			if (c.deferred) {
-				segments_of[c.cookie].insert(seg);
-				auto it = recs.find(c.cookie);
-				if (it == recs.end()) {
-					no_record++;
-					continue;
-				}
-				ips = it->second;
-			} else {
-				not_deferred++;
-				ips = c.user;
-			}
-			bool is_before = buf == 1;
-			bool ok = in_image(ips, mine, other) &&
-				  (!is_before || is_exec_caller(ips, mine));
-			std::string line = "segment " + std::to_string(seg) +
-					   " (" + mine.comm + "): " +
-					   chain_str(ips, mine.symbols);
-			if (is_before) {
-				before++;
-				before_ok += ok;
-				(ok ? good_before : bad_before) = line;
-			} else {
-				after++;
-				after_ok += ok;
-				(ok ? good_after : bad_after) = line;
-			}
-		}
-	}
-	ASSERT_TRUE(err.empty()) << err;
-	size_t shared = 0;
-	for (auto &[cookie, segs] : segments_of)
-		shared += segs.size() > 1;
-	printf("# %d execs, %zu COMM_EXEC records, %zu deferred records; "
-	       "sys_enter_execve (64-bit images only): %zu samples, %zu with "
-	       "the old image's "
-	       "cs_leaf/cs_middle/cs_outer; sched_process_exec: %zu samples, "
-	       "%zu with the new image's stack; %zu cookies, %zu shared by "
-	       "both sides of an exec; %zu without a record, %zu in place\n",
-	       kExecs, execs.size(), recs.size(), before, before_ok, after,
-	       after_ok, segments_of.size(), shared, no_record, not_deferred);
-	if (!good_before.empty())
-		printf("# e.g. right before exec: %s\n", good_before.c_str());
-	if (!bad_before.empty())
-		printf("# e.g. wrong before exec: %s\n", bad_before.c_str());
-	if (!good_after.empty())
-		printf("# e.g. right after exec:  %s\n", good_after.c_str());
-	if (!bad_after.empty())
-		printf("# e.g. wrong after exec:  %s\n", bad_after.c_str());
-	EXPECT_EQ(s.lost(), 0u);
-	/* The first exec (of the first program) is recorded too when
-	 * enable_on_exec comes before the comm change. */
-	EXPECT_GE(execs.size(), (size_t)kExecs) << "COMM_EXEC records";
-	EXPECT_LE(execs.size(), (size_t)kExecs + 1) << "COMM_EXEC records";
-	/* Only the 64-bit images' execve: syscall tracepoints leave out
-	 * compat system calls. */
-	EXPECT_EQ(before, (size_t)(kExecs + 1) / 2)
-		<< "sys_enter_execve samples";
-	EXPECT_GE(after, (size_t)kExecs) << "sched_process_exec samples";
-	EXPECT_EQ(before_ok, before)
-		<< "samples taken in execve() before the exec point whose "
-		   "user chain is not the old image's caller of execve";
-	EXPECT_EQ(after_ok, after)
-		<< "samples after the exec point whose user chain is not in "
-		   "the new image";
-	EXPECT_EQ(shared, 0u) << "cookies announced on both sides of an exec";
-	EXPECT_EQ(no_record, 0u);
-	/* Both tracepoints fire where requests are taken: the syscall's
-	 * entry and the new image's first entry (doc/kernel.md: exec) */
-	EXPECT_EQ(not_deferred, 0u) << "samples unwound in place";
-}
-
-/* ---- Exit storm ----------------------------------------------------------- */
-
-extern "C" __attribute__((noinline)) void rs_exiting_work(int fd, int reads)
-{
-	static thread_local char buf[64 << 10];
-	for (int i = 0; i < reads; i++)
-		if (read(fd, buf, sizeof(buf)) <= 0)
-			break;
-	__asm__ volatile("" ::: "memory");
-}
-
-/*
- * The events of one exiting task, per task (an inherited per-task event
- * cannot be mmapped): a receiver, cpu-clock and the tracepoints tps:
- * sched_switch, sched_process_exit, and the entries of exit and
- * exit_group, whose requests are always pending when do_exit() starts
- * (PF_EXITING is not set yet): only the exit path can answer them.
- */
-int open_exit_events(session::Session *s, pid_t tid,
-		     const std::vector<long> &tps)
-{
-	session::Options recv = session::sideband(true);
-	recv.pages = 16;
-	int r = s->open(recv, tid, -1);
-	session::Options o;
-	o.defer_output = false;
-	/*
-	 * The cpu-clock sampler's buffer: drained every 10 ms only while a
-	 * child process is waited for, not while the threads run, and 16
-	 * pages lost 3 records of 9749 samples on the debug kernel; 64
-	 * leave room.
-	 */
-	o.pages = 64;
-	o.period = 100000;
-	if (!r)
-		r = s->open(o, tid, -1);
-	o.type = PERF_TYPE_TRACEPOINT;
-	o.period = 1;
-	o.pages = 16;
-	for (long id : tps) {
-		o.config = (uint64_t)id;
-		if (!r)
-			r = s->open(o, tid, -1);
-	}
-	return r;
-}
-
-TEST(RightStack, ExitStormLeavesNoEmptyOrMissingRecord)
-{
-	EXTENSION("tasks sampled on their way out: every cookie gets a "
-		  "record with a stack, none an empty one (doc/kernel.md: "
-		  "exit and exec)");
-	SKIP_UNLESS_DEFER_CALLCHAIN();
-	const std::vector<long> tps = {
-		work::tracepoint_id("sched/sched_switch"),
-		work::tracepoint_id("sched/sched_process_exit"),
-		work::tracepoint_id("syscalls/sys_enter_exit"),
-		work::tracepoint_id("syscalls/sys_enter_exit_group"),
-	};
-	if (*std::min_element(tps.begin(), tps.end()) < 0)
-		GTEST_SKIP() << "no sched or syscall tracepoints in tracefs";
-	int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
-	ASSERT_GE(fd, 0);
-	constexpr int kRounds = 4, kThreads = 6, kProcs = 3;
-	size_t empty = 0, exited = 0, buffers = 0;
-	perf::MatchResult total;
-	std::string err, empty_example, first_problem;
-	for (int round = 0; round < kRounds; round++) {
-		/* Threads and processes held until their events are open. */
-		std::atomic<bool> go{ false };
-		std::vector<std::atomic<pid_t>> tids(kThreads);
-		std::vector<std::thread> threads;
-		for (int i = 0; i < kThreads; i++) {
-			tids[i] = 0;
-			threads.emplace_back([&, i] {
-				tids[i] = work::gettid();
-				while (!go.load())
-					usleep(100);
-				rs_exiting_work(fd, 20);
-			});
-		}
-		std::vector<work::Child> kids(kProcs);
-		session::Session s;
-		int r = 0;
-		for (auto &k : kids) {
-			/* A helper reading /dev/zero for 2 ms, then exiting. */
-			if (!r)
-				r = k.spawn({ work::helper_path("compat_stack"),
-					      "2", "exit", "1" });
-			if (!r)
-				r = open_exit_events(&s, k.pid(), tps);
-		}
-		for (int i = 0; i < kThreads; i++) {
-			while (!tids[i].load())
-				usleep(100);
-			if (!r)
-				r = open_exit_events(&s, tids[i], tps);
-		}
-		if (!r)
-			s.enable();
-		go = true;
-		for (auto &k : kids)
-			k.release();
-		for (auto &t : threads)
-			t.join();
-		for (auto &k : kids) {
-			int st = k.wait(20, [&s] { s.drain(); });
-			exited += WIFEXITED(st) && WEXITSTATUS(st) == 0;
-		}
-		exited += kThreads;
-		s.disable();
-		s.drain();
-		ASSERT_EQ(r, 0) << "events on an exiting task: " << strerror(-r);
-		perf::CookieMatcher m;
-		ASSERT_TRUE(s.match(&m, &err)) << err;
-		perf::MatchResult res = m.match();
-		buffers += s.size();
-		for (const perf::Delivery &d : m.deliveries())
-			if (!d.nr && !empty++)
-				empty_example = "tid " + std::to_string(d.tid) +
-						" cookie " + std::to_string(d.cookie);
-		total.samples += res.samples;
-		total.announcing_samples += res.announcing_samples;
-		total.records += res.records;
-		total.announced += res.announced;
-		total.matched += res.matched;
-		total.fallback_samples += res.fallback_samples;
-		total.no_user_samples += res.no_user_samples;
-		total.lost += res.lost;
-		total.bad_marker_samples += res.bad_marker_samples;
-		for (auto *v : { &res.orphans, &res.duplicates,
-				 &res.with_kernel_ip })
-			total.orphans.insert(total.orphans.end(), v->begin(),
-					     v->end());
-		total.unmatched.insert(total.unmatched.end(),
-				       res.unmatched.begin(), res.unmatched.end());
-		if (first_problem.empty() && !res.clean())
-			first_problem = res.describe();
-	}
-	close(fd);
-	printf("# %zu tasks exited (%d threads, %d processes a round, %d "
-	       "rounds, %zu buffers): %zu samples (%zu deferred, %zu in "
-	       "place, %zu without a user part), %zu records; %zu cookies, "
-	       "%zu with a record, %zu without; %zu records with nr 0%s%s; "
-	       "%zu orphan, duplicate or kernel-ip records, %llu lost\n",
-	       exited, kThreads, kProcs, kRounds, buffers, total.samples,
-	       total.announcing_samples, total.fallback_samples,
-	       total.no_user_samples, total.records, total.announced,
-	       total.matched, total.unmatched.size(), empty,
-	       empty ? ", e.g. " : "", empty_example.c_str(),
-	       total.orphans.size(), (unsigned long long)total.lost);
-	EXPECT_EQ(exited, (size_t)kRounds * (kThreads + kProcs));
-	EXPECT_GT(total.announced, 0u);
-	EXPECT_EQ(empty, 0u) << "deferred records with an empty chain";
-	EXPECT_TRUE(total.unmatched.empty() && total.orphans.empty() &&
-		    !total.lost && !total.bad_marker_samples)
-		<< "announced cookies without a record, or records without "
-		   "an announce: " << first_problem;
-}
-
-/* ---- E: samples after their entry's record ------------------------------- */
-
-struct Order {
-	size_t samples = 0, with_cookie = 0, cookies = 0, records = 0;
-	size_t record_after = 0;  /* samples with their record after them */
-	size_t record_before = 0; /* ... with it only before them */
-	size_t no_record = 0;
-	std::string describe() const
-	{
-		std::ostringstream o;
-		o << samples << " samples, " << with_cookie << " with a cookie ("
-		  << cookies << " cookies), " << records << " records; "
-		  << record_after << " samples with their record after them, "
-		  << record_before << " whose record came before them, "
-		  << no_record << " without a record";
-		return o.str();
-	}
-};
-
-/* Buffer i of s holds the samples and the records, in the kernel's order. */
-Order check_order(session::Session &s, size_t i, std::string *err)
-{
-	Order o;
-	std::vector<std::pair<size_t, uint64_t>> announced; /* index, cookie */
-	std::map<uint64_t, std::vector<size_t>> rec_at;
-	const auto &records = s.records(i);
-	uint64_t st = s.event(i).attr().sample_type;
-	bool id_all = s.event(i).attr().sample_id_all;
-	for (size_t k = 0; k < records.size(); k++) {
-		const perf::Record &r = records[k];
-		if (r.header.type == PERF_RECORD_SAMPLE) {
-			perf::Sample sm;
-			if (!perf::parse_sample(r, st, &sm, err))
-				return o;
-			o.samples++;
-			perf::SplitChain c = perf::split_callchain(sm.callchain);
-			if (c.deferred)
-				announced.push_back({ k, c.cookie });
-		} else if (r.header.type == perf_abi::kRecordCallchainDeferred) {
-			perf::DeferredCallchain d;
-			if (!perf::parse_deferred(r, st, id_all, &d, err))
-				return o;
-			o.records++;
-			rec_at[d.cookie].push_back(k);
-		}
-	}
-	std::set<uint64_t> cookies;
-	for (auto &[k, cookie] : announced) {
-		o.with_cookie++;
-		cookies.insert(cookie);
-		auto it = rec_at.find(cookie);
-		if (it == rec_at.end())
-			o.no_record++;
-		else if (it->second.back() > k)
-			o.record_after++;
-		else
-			o.record_before++;
-	}
-	o.cookies = cookies.size();
-	return o;
-}
-
-/* The tracee: blocks in a read of a pipe nobody writes, again and again. */
-extern "C" __attribute__((noinline)) long rs_tracee_read(int fd)
-{
-	static char c;
-	long r = raw_syscall3(SYS_read, fd, (long)&c, 1);
-	rs_not_a_leaf();
-	return r;
-}
-
-char task_state(pid_t pid)
-{
-	std::string st = work::read_file("/proc/" + std::to_string(pid) +
-					 "/stat");
-	size_t p = st.rfind(')');
-	return p == std::string::npos || p + 2 >= st.size() ? '?' : st[p + 2];
-}
-
-/*
- * While the task is stopped: has the entry it stopped in been answered?
- * The last sample in buffer i is the stop's own (or the blocked read's)
- * and carries the entry's cookie; the record of that cookie must be in
- * the buffer already, written before the task stopped, as upstream's
- * callbacks do from the task_work that get_signal() runs first. A record
- * held until the task resumes is lost to a recording that ends during
- * the stop. Returns 1 or 0, or -1 when the stop's own sample is the only
- * one of its entry (the task blocked before the events were enabled):
- * then there was nothing to answer before the stop.
- */
-int stopped_entry_answered(session::Session &s, size_t i, std::string *err)
-{
-	uint64_t last = 0;
-	std::map<uint64_t, int> samples;
-	std::set<uint64_t> recorded;
-	uint64_t st = s.event(i).attr().sample_type;
-	bool id_all = s.event(i).attr().sample_id_all;
-	for (const perf::Record &r : s.records(i)) {
-		if (r.header.type == PERF_RECORD_SAMPLE) {
-			perf::Sample sm;
-			if (!perf::parse_sample(r, st, &sm, err))
-				return 0;
-			perf::SplitChain c = perf::split_callchain(sm.callchain);
-			if (c.deferred)
-				samples[last = c.cookie]++;
-		} else if (r.header.type == perf_abi::kRecordCallchainDeferred) {
-			perf::DeferredCallchain d;
-			if (!perf::parse_deferred(r, st, id_all, &d, err))
-				return 0;
-			recorded.insert(d.cookie);
-		}
-	}
-	/*
-	 * Nothing to judge: no deferred sample yet (the first read blocked
-	 * before the events were on, and the stop's own sample is written
-	 * after the tracer was told), or the stop's own alone.
-	 */
-	if (!last || samples[last] == 1)
-		return -1;
-	return recorded.count(last);
-}
-
-/*
- * A child blocked in a read is stopped and continued again and again,
- * by PTRACE_INTERRUPT and PTRACE_CONT (ptraced) or by SIGSTOP and SIGCONT:
- * its read returns for the stop, get_signal() runs the pending task_work
- * (the walk for the entry, whose sched_switch sample came when the read
- * blocked), then the task stops: a second sched_switch sample in the
- * same entry, after the walk. Both must come before the entry's record,
- * written when the task returns to user space; the stop's sample is
- * deferred too, not unwound in place.
- */
-void stop_repeatedly(bool ptraced)
-{
-	long sw = work::tracepoint_id("sched/sched_switch");
-	if (sw < 0)
-		GTEST_SKIP() << "no tracepoint sched/sched_switch in tracefs";
-	int p[2];
-	ASSERT_EQ(pipe(p), 0);
-	pid_t pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		close(p[1]);
-		for (;;)
-			if (rs_tracee_read(p[0]) == 0)
-				_exit(0);
-	}
-	close(p[0]);
-	if (ptraced && ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_EXITKILL)) {
-		int e = errno;
-		kill(pid, SIGKILL);
-		waitpid(pid, nullptr, 0);
-		close(p[1]);
-		FAIL() << "PTRACE_SEIZE: " << strerror(e);
-	}
-	session::Session s;
-	session::Options o = session::tracepoint(sw, 256);
-	int rr = s.open(o, pid, -1);
-	/*
-	 * At least kStops stops, and on until kJudged of them could be
-	 * judged (below), under a deadline: how many can is timing.
-	 */
-	constexpr int kStops = 60, kJudged = kStops / 2;
-	int stops = 0, answered = 0, applicable = 0;
-	std::string stop_err;
-	work::Deadline dl(20);
-	if (!rr) {
-		s.enable();
-		while (stops < kStops ||
-		       (applicable < kJudged && !dl.passed())) {
-			/*
-			 * Wait for the child to sleep in its read (arm64's
-			 * debug kernel under TCG took over 0.2 s).
-			 */
-			work::Deadline asleep(2);
-			while (task_state(pid) != 'S' && !asleep.passed())
-				usleep(100);
-			int st;
-			if (ptraced ? ptrace(PTRACE_INTERRUPT, pid, 0, 0)
-				    : kill(pid, SIGSTOP))
-				break;
-			if (waitpid(pid, &st, __WALL | WUNTRACED) != pid ||
-			    !WIFSTOPPED(st))
-				break;
-			stops++;
-			s.drain();
-			int a = stopped_entry_answered(s, 0, &stop_err);
-			applicable += a >= 0;
-			answered += a > 0;
-			if (ptraced ? ptrace(PTRACE_CONT, pid, 0, 0)
-				    : kill(pid, SIGCONT))
-				break;
-			if (!ptraced &&
-			    (waitpid(pid, &st, WCONTINUED) != pid ||
-			     !WIFCONTINUED(st)))
-				break;
-			s.drain();
-		}
-		/* Let the last restarted read block. */
-		work::Deadline asleep(0.2);
-		while (task_state(pid) != 'S' && !asleep.passed())
-			usleep(100);
-		s.disable();
-		s.drain();
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, nullptr, __WALL);
-	close(p[1]);
-	ASSERT_EQ(rr, 0) << "sched_switch on the child: " << strerror(-rr);
-	std::string err;
-	Order ord = check_order(s, 0, &err);
-	ASSERT_TRUE(err.empty()) << err;
-	printf("# %d %s stops of a read: %s\n", stops,
-	       ptraced ? "ptrace (PTRACE_INTERRUPT)" : "job control (SIGSTOP)",
-	       ord.describe().c_str());
-	EXPECT_GE(stops, kStops);
-	EXPECT_EQ(s.lost(), 0u);
-	EXPECT_TRUE(stop_err.empty()) << stop_err;
-	printf("# %d of %d stops with the entry's record in the buffer while "
-	       "the task was stopped (%d with a sample before the stop; "
-	       "%s)\n", answered, stops, applicable, dl.describe().c_str());
-	EXPECT_EQ(answered, applicable)
-		<< "records held until the task resumes: a recording that "
-		   "ends during the stop loses them";
-	/*
-	 * A stop whose entry has no sample but the stop's own (the read
-	 * blocked before enabling, or the child not yet asleep when it was
-	 * stopped) has nothing to judge; it is timing, not behaviour (CI's
-	 * arm64 debug run: 2 of 60). The loop stopped until kJudged were.
-	 */
-	EXPECT_GE(applicable, kJudged) << "in " << stops << " stops, "
-				       << dl.describe();
-	/*
-	 * Each stop's own sample, and the read's block before a judged
-	 * stop, has its entry's record after it (the last read's block has
-	 * none yet); a stop's sample unwound in place instead leaves about
-	 * one per stop. Every run so far: stops + judged, or a few more;
-	 * the bound leaves half the judged stops' blocks to such samples.
-	 */
-	EXPECT_GE(ord.record_after, (size_t)(stops + applicable / 2))
-		<< "the stops' samples are not answered by their entry's "
-		   "record: " << ord.describe();
-	EXPECT_EQ(ord.record_before, 0u)
-		<< "samples whose cookie's record was written before them: "
-		<< ord.describe();
-	EXPECT_LE(ord.no_record, 1u) << ord.describe();
-}
-
-constexpr const char *kAfterRecordWhy =
-	"a task stopped or preempted after its entry's stack was walked: "
-	"perf tools match a sample only with a record after it, so the "
-	"record must come after such a sample, or the sample fall back in "
-	"place (doc/kernel.md: fallbacks)";
-
-TEST(RightStack, PtraceStopSamplesComeBeforeTheirRecord)
-{
-	EXTENSION(kAfterRecordWhy);
-	SKIP_UNLESS_DEFER_CALLCHAIN();
-	stop_repeatedly(true);
-}
-
-TEST(RightStack, JobControlStopSamplesComeBeforeTheirRecord)
-{
-	EXTENSION(kAfterRecordWhy);
-	SKIP_UNLESS_DEFER_CALLCHAIN();
-	stop_repeatedly(false);
-}
+/* ---- a tracer's rewrite at a ptrace stop ------------------------------- */
 
 /*
  * A tracer rewrites the registers at a stop: the tracee below is sampled
@@ -1566,7 +902,7 @@ extern "C" __attribute__((noinline, noclone)) void rs_setregs_tracee(int fd)
 			 "svc #0"
 			 ::: "x0", "x8", "memory");
 #endif
-	rs_not_a_leaf();
+	work::work_not_a_leaf();
 }
 
 /* Move the ip of a tracee stopped by ptrace to ip. */
@@ -1631,6 +967,26 @@ Traced trace_moving_ip(pid_t pid, bool signal)
 	return t;
 }
 
+/*
+ * With the events of s on, lets the tracee's read return (a byte on wr)
+ * and traces it with trace_moving_ip() to its exit; fails unless the ip
+ * was moved and the tracee exited 0.
+ */
+void run_traced(session::Session *s, int wr, pid_t pid, bool signal)
+{
+	s->enable();
+	ASSERT_EQ(write(wr, "x", 1), 1);
+	close(wr);
+	Traced traced = trace_moving_ip(pid, signal);
+	bool moved = traced.moved, exited = traced.exited;
+	s->disable();
+	s->drain();
+	ASSERT_TRUE(moved) << "the tracee's ip could not be moved at the "
+			      "exit stop of getppid()";
+	ASSERT_TRUE(exited) << "the tracee did not exit 0 from "
+			       "rs_setregs_resume";
+}
+
 TEST(RightStack, PtraceSetregsDeferredChainIsTheNewStack)
 {
 	EXTENSION("a tracer's register rewrite during a stop: later samples "
@@ -1641,23 +997,15 @@ TEST(RightStack, PtraceSetregsDeferredChainIsTheNewStack)
 	if (enter < 0 || deliver < 0)
 		GTEST_SKIP() << "no tracepoint syscalls/sys_enter_getppid or "
 				"signal/signal_deliver in tracefs";
-	int p[2];
-	ASSERT_EQ(pipe(p), 0);
-	pid_t pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
+	int wr;
+	pid_t pid = work::fork_reader([](int fd) {
 		struct sigaction sa {};
 		sa.sa_handler = rs_on_signal;
 		sigemptyset(&sa.sa_mask);
 		sigaction(SIGUSR1, &sa, nullptr);
-		close(p[1]);
-		rs_setregs_tracee(p[0]);
-		_exit(1);
-	}
-	close(p[0]);
-	work::Deadline asleep(10);
-	while (task_state(pid) != 'S' && !asleep.passed())
-		usleep(100);
+		rs_setregs_tracee(fd);
+	}, &wr);
+	ASSERT_GE(pid, 0) << strerror(-pid);
 	/* 0: signal_deliver deferred, 1: in place, 2: getppid's entry */
 	session::Session s;
 	session::Options o = session::tracepoint(deliver, 64);
@@ -1687,17 +1035,7 @@ TEST(RightStack, PtraceSetregsDeferredChainIsTheNewStack)
 		waitpid(pid, nullptr, __WALL);
 		FAIL() << "the tracee did not stop for PTRACE_INTERRUPT";
 	}
-	s.enable();
-	ASSERT_EQ(write(p[1], "x", 1), 1);
-	close(p[1]);
-	Traced traced = trace_moving_ip(pid, true);
-	bool moved = traced.moved, exited = traced.exited;
-	s.disable();
-	s.drain();
-	ASSERT_TRUE(moved) << "the tracee's ip could not be moved at the "
-			      "exit stop of getppid()";
-	ASSERT_TRUE(exited) << "the tracee did not exit 0 from "
-			       "rs_setregs_resume";
+	ASSERT_NO_FATAL_FAILURE(run_traced(&s, wr, pid, true));
 
 	/* The deferred signal_deliver sample, and the first record after it */
 	std::string err;
@@ -1734,8 +1072,8 @@ TEST(RightStack, PtraceSetregsDeferredChainIsTheNewStack)
 	printf("# %zu record(s) before the signal's sample (getppid's "
 	       "entry, walked before the stop), cookie 0x%llx\n# in place: "
 	       "%s\n# deferred after the sample: %s\n", before,
-	       (unsigned long long)cookie, chain_str(ip).c_str(),
-	       have_after ? chain_str(after).c_str() : "(none)");
+	       (unsigned long long)cookie, syms::chain_str(ip).c_str(),
+	       have_after ? syms::chain_str(after).c_str() : "(none)");
 	ASSERT_NE(cookie, 0u) << "the signal's delivery was not deferred";
 	EXPECT_GE(before, 1u) << "no record of getppid's request before the "
 				 "stop: the entry had no walk to forget";
@@ -1762,19 +1100,9 @@ TEST(RightStack, PtraceStopBreakpointDeferredChainIsTheStoppedStack)
 	EXTENSION("a request from NMI context at a ptrace stop gets the "
 		  "stack it interrupted, whatever the tracer writes");
 	SKIP_UNLESS_DEFER_CALLCHAIN();
-	int p[2];
-	ASSERT_EQ(pipe(p), 0);
-	pid_t pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		close(p[1]);
-		rs_setregs_tracee(p[0]);
-		_exit(1);
-	}
-	close(p[0]);
-	work::Deadline asleep(10);
-	while (task_state(pid) != 'S' && !asleep.passed())
-		usleep(100);
+	int wr;
+	pid_t pid = work::fork_reader(rs_setregs_tracee, &wr);
+	ASSERT_GE(pid, 0) << strerror(-pid);
 	session::Session s;
 	std::string what;
 	int rr = ptrace(PTRACE_SEIZE, pid, 0,
@@ -1821,17 +1149,7 @@ TEST(RightStack, PtraceStopBreakpointDeferredChainIsTheStoppedStack)
 		FAIL() << "PTRACE_SEIZE, " << what << " on the child or "
 		       << "PTRACE_INTERRUPT: " << strerror(-rr);
 	}
-	s.enable();
-	ASSERT_EQ(write(p[1], "x", 1), 1);
-	close(p[1]);
-	Traced traced = trace_moving_ip(pid, false);
-	bool moved = traced.moved, exited = traced.exited;
-	s.disable();
-	s.drain();
-	ASSERT_TRUE(moved) << "the tracee's ip could not be moved at the "
-			      "exit stop of getppid()";
-	ASSERT_TRUE(exited) << "the tracee did not exit 0 from "
-			       "rs_setregs_resume";
+	ASSERT_NO_FATAL_FAILURE(run_traced(&s, wr, pid, false));
 	/*
 	 * Each deferred sample against the first record of its cookie after
 	 * it (an entry's stops share a cookie: the records of its later
@@ -1877,8 +1195,8 @@ TEST(RightStack, PtraceStopBreakpointDeferredChainIsTheStoppedStack)
 		if (same_stack(got, ip))
 			matches++;
 		else if (mismatch.empty())
-			mismatch = "deferred " + chain_str(got) + " vs in place " +
-				   chain_str(ip);
+			mismatch = "deferred " + syms::chain_str(got) +
+				   " vs in place " + syms::chain_str(ip);
 	}
 	printf("# %s, the %zu stops of a tracee whose ip the tracer moves at "
 	       "getppid()'s exit stop: %zu deferred chains equal the "
@@ -1890,213 +1208,6 @@ TEST(RightStack, PtraceStopBreakpointDeferredChainIsTheStoppedStack)
 	EXPECT_EQ(no_record, 0u);
 	EXPECT_EQ(matches, hits - no_record)
 		<< "deferred chains that are not the stopped stack: " << mismatch;
-}
-
-/*
- * The tracee of the stops below: a read that blocks until the tracer is
- * ready, system calls, then exit_group(), all made from this function.
- */
-constexpr int kTraceeCalls = 40;
-
-extern "C" __attribute__((noinline)) void rs_tracee_syscalls(int fd)
-{
-	static char c;
-
-	raw_syscall3(SYS_read, fd, (long)&c, 1);
-	for (int i = 0; i < kTraceeCalls; i++)
-		raw_syscall3(SYS_getppid, 0, 0, 0);
-	raw_syscall3(SYS_exit_group, 0, 0, 0);
-	rs_not_a_leaf();
-}
-
-/*
- * The ptrace stops outside get_signal(): PTRACE_SYSCALL's syscall-entry
- * and syscall-exit stops and PTRACE_EVENT_EXIT's stop in do_exit() all go
- * through ptrace_notify(), which runs the pending task_work first. So the
- * callbacks of the entry run before the task stops (SPEC: before it stops
- * for ptrace), and a tracer that reads the buffer at any of these stops
- * finds the record of every sample taken before it: raw_syscalls:sys_enter
- * samples each system call of the tracee after its entry stop, and each
- * must have its record, starting in rs_tracee_syscalls, by its exit stop.
- */
-TEST(RightStack, RecordComesBeforeSyscallAndExitStops)
-{
-	EXTENSION("the record is written before a syscall-exit or "
-		  "PTRACE_EVENT_EXIT stop (upstream's task_work does the same, "
-		  "unverified)");
-	SKIP_UNLESS_DEFER_CALLCHAIN();
-	long tp = work::tracepoint_id("raw_syscalls/sys_enter");
-	if (tp < 0)
-		GTEST_SKIP() << "no tracepoint raw_syscalls/sys_enter in tracefs";
-	int p[2];
-	ASSERT_EQ(pipe(p), 0);
-	pid_t pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		close(p[1]);
-		rs_tracee_syscalls(p[0]);
-		_exit(1);
-	}
-	close(p[0]);
-	/* Asleep in its read: no system call of it before that is sampled */
-	work::Deadline asleep(10);
-	while (task_state(pid) != 'S' && !asleep.passed())
-		usleep(100);
-	session::Session s;
-	int rr = ptrace(PTRACE_SEIZE, pid, 0,
-			PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD |
-				PTRACE_O_TRACEEXIT) ? -errno : 0;
-	if (!rr)
-		rr = s.open(session::tracepoint(tp, 256), pid, -1);
-	if (!rr && ptrace(PTRACE_INTERRUPT, pid, 0, 0))
-		rr = -errno;
-	if (rr) {
-		kill(pid, SIGKILL);
-		waitpid(pid, nullptr, __WALL);
-		FAIL() << "PTRACE_SEIZE, raw_syscalls:sys_enter on the child or "
-			  "PTRACE_INTERRUPT: " << strerror(-rr);
-	}
-	s.enable();
-	/* The restarted read returns at once */
-	ASSERT_EQ(write(p[1], "x", 1), 1);
-	close(p[1]);
-	const std::vector<syms::Symbol> &syms = self_symbols();
-	const syms::Symbol *fn = syms::find(syms, "rs_tracee_syscalls");
-	uint64_t type = s.event(0).attr().sample_type;
-	bool id_all = s.event(0).attr().sample_id_all;
-	int syscall_stops = 0, exit_stops = 0, judged = 0, held = 0;
-	size_t samples = 0, records = 0, wrong = 0;
-	std::string err;
-	work::Deadline dl(60);
-	int st;
-	while (fn && err.empty() && !dl.passed() &&
-	       waitpid(pid, &st, __WALL) == pid && WIFSTOPPED(st)) {
-		bool exit_stop = (st >> 8) == (SIGTRAP | (PTRACE_EVENT_EXIT << 8));
-		bool syscall_stop = WSTOPSIG(st) == (SIGTRAP | 0x80);
-		syscall_stops += syscall_stop;
-		exit_stops += exit_stop;
-		/* Everything the kernel wrote before the stop */
-		s.drain();
-		std::set<uint64_t> announced, recorded;
-		samples = records = wrong = 0;
-		for (const perf::Record &r : s.records(0)) {
-			if (r.header.type == PERF_RECORD_SAMPLE) {
-				perf::Sample sm;
-				if (!perf::parse_sample(r, type, &sm, &err))
-					break;
-				perf::SplitChain c =
-					perf::split_callchain(sm.callchain);
-				samples++;
-				if (c.deferred)
-					announced.insert(c.cookie);
-			} else if (r.header.type ==
-				   perf_abi::kRecordCallchainDeferred) {
-				perf::DeferredCallchain d;
-				if (!perf::parse_deferred(r, type, id_all, &d,
-							  &err))
-					break;
-				records++;
-				recorded.insert(d.cookie);
-				wrong += d.ips.empty() ||
-					 syms::lookup(syms, d.ips[0]) != fn;
-			}
-		}
-		if ((exit_stop || syscall_stop) && !announced.empty()) {
-			judged++;
-			for (uint64_t c : announced)
-				if (!recorded.count(c)) {
-					held++;
-					break;
-				}
-		}
-		if (exit_stop || ptrace(PTRACE_SYSCALL, pid, 0, 0))
-			break;
-	}
-	ptrace(PTRACE_CONT, pid, 0, 0);
-	kill(pid, SIGKILL);
-	waitpid(pid, nullptr, __WALL);
-	printf("# %d syscall stops, %d PTRACE_EVENT_EXIT stops, %d with "
-	       "samples before them, %d of those with a record still "
-	       "held; %zu samples, %zu records (%zu not from "
-	       "rs_tracee_syscalls)\n", syscall_stops, exit_stops, judged,
-	       held, samples, records, wrong);
-	ASSERT_NE(fn, nullptr) << "no symbol rs_tracee_syscalls";
-	ASSERT_TRUE(err.empty()) << err;
-	EXPECT_EQ(exit_stops, 1) << dl.describe();
-	EXPECT_GE(syscall_stops, 2 * kTraceeCalls);
-	EXPECT_GE(samples, (size_t)kTraceeCalls);
-	EXPECT_EQ(held, 0) << "stops with a sample whose record the task "
-			      "had not written yet";
-	EXPECT_EQ(wrong, 0u) << "records that do not start in "
-				"rs_tracee_syscalls";
-}
-
-/* The sleeper: nanosleep from a known function, in a loop. */
-extern "C" __attribute__((noinline)) void rs_sleeper(int n)
-{
-	struct timespec ts = { 0, 50000 };
-	for (int i = 0; i < n; i++)
-		nanosleep(&ts, nullptr);
-	__asm__ volatile("" ::: "memory");
-}
-
-TEST(RightStack, PreemptedOnTheWayOutSamplesComeBeforeTheirRecord)
-{
-	EXTENSION(kAfterRecordWhy);
-	SKIP_UNLESS_DEFER_CALLCHAIN();
-	long sw = work::tracepoint_id("sched/sched_switch");
-	if (sw < 0)
-		GTEST_SKIP() << "no tracepoint sched/sched_switch in tracefs";
-	/*
-	 * This thread sleeps again and again; a reader thread on the same
-	 * CPU polls the buffer and is woken by every record (watermark of 1
-	 * byte): the record written on the way out wakes it, and it may
-	 * preempt this thread before it returns to user space.
-	 */
-	cpu_set_t saved;
-	ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
-	int cpu = work::current_cpu();
-	ASSERT_EQ(work::pin(0, cpu), 0);
-	session::Session s;
-	session::Options o = session::tracepoint(sw);
-	perf_event_attr a = session::make_attr(o);
-	a.watermark = 1;
-	a.wakeup_watermark = 1;
-	int r = s.open_attr(a, 0, -1, 256);
-	if (r) {
-		sched_setaffinity(0, sizeof(saved), &saved);
-		FAIL() << "sched_switch: " << strerror(-r);
-	}
-	std::atomic<bool> stop{ false };
-	std::atomic<int> wakeups{ 0 };
-	std::thread reader([&] {
-		work::pin(0, cpu);
-		struct pollfd pfd = { s.event(0).fd(), POLLIN, 0 };
-		while (!stop.load()) {
-			if (poll(&pfd, 1, 20) > 0)
-				wakeups++;
-			s.drain();
-		}
-	});
-	constexpr int kSleeps = 300;
-	s.enable();
-	rs_sleeper(kSleeps);
-	s.disable();
-	stop = true;
-	reader.join();
-	s.drain();
-	sched_setaffinity(0, sizeof(saved), &saved);
-	std::string err;
-	Order ord = check_order(s, 0, &err);
-	ASSERT_TRUE(err.empty()) << err;
-	printf("# %d sleeps on CPU %d beside a reader woken %d times: %s\n",
-	       kSleeps, cpu, wakeups.load(), ord.describe().c_str());
-	EXPECT_EQ(s.lost(), 0u);
-	EXPECT_GE(ord.record_after, (size_t)kSleeps / 2) << ord.describe();
-	EXPECT_EQ(ord.record_before, 0u)
-		<< "samples whose cookie's record was written before them: "
-		<< ord.describe();
-	EXPECT_LE(ord.no_record, 1u) << ord.describe();
 }
 
 } // namespace
