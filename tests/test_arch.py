@@ -157,6 +157,33 @@ cp "$c" "$o/$n"
     return fake
 
 
+@pytest.mark.parametrize("arch", ["x86_64", "arm64"])
+def test_kconfig_takes_a_configuration_of_the_table(tmp_path, arch, capsys):
+    """kconfig.py --config NAME: the table's fragments for the
+    architecture, the series' one in its mode (a tree that defines none
+    of its options leaves them out, said), then any given after it."""
+    src = tmp_path / "src"
+    src.mkdir()
+    fake = fake_make(tmp_path)
+    extra = tmp_path / "extra.config"
+    extra.write_text("CONFIG_EXTRA_GIVEN=y\n")
+    out = tmp_path / "obj"
+    os.chdir(ROOT)
+    assert kconfig.main(["--src", str(src), "--out", str(out), "--make",
+                         str(fake), "--arch", arch, "--config", "debug",
+                         str(extra)]) == 0
+    allconfig = (out / "vmtest.allconfig").read_text()
+    for f in configs.fragments("debug", arch):
+        if f.endswith(".config") and "series" not in f:
+            first = next(l for l in open(f).read().splitlines()
+                         if l.startswith("CONFIG_"))
+            assert first in allconfig, (f, first)
+    assert allconfig.rstrip().endswith("CONFIG_EXTRA_GIVEN=y")
+    assert "does not define" in capsys.readouterr().out
+    assert kconfig.main(["--src", str(src), "--out", str(out), "--make",
+                         str(fake), "--arch", arch, "--config", "fast"]) == 2
+
+
 def test_kconfig_configures_arm64_with_its_cross_make(tmp_path):
     """kconfig.py --arch arm64: arm64's tinyconfig fragments and Kbuild's
     ARCH=/CROSS_COMPILE= on the make that resolves the config."""

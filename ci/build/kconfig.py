@@ -127,7 +127,13 @@ def main(argv=None):
     try:
         arch = guest_arch.load(a.arch)
         if a.config:
-            b = ap.parse_intermixed_args(
+            # The table's fragments, parsed as the same positional and
+            # --series arguments.
+            table = argparse.ArgumentParser(add_help=False)
+            for opt in ("--series", "--series-if-possible"):
+                table.add_argument(opt, action="append", default=[])
+            table.add_argument("fragments", nargs="*")
+            b = table.parse_intermixed_args(
                 configs.fragments(a.config, a.arch, a.if_possible))
             a.fragments = b.fragments + a.fragments
             a.series = b.series + a.series
