@@ -158,7 +158,8 @@ cp "$c" "$o/$n"
 
 
 @pytest.mark.parametrize("arch", ["x86_64", "arm64"])
-def test_kconfig_takes_a_configuration_of_the_table(tmp_path, arch, capsys):
+def test_kconfig_takes_a_configuration_of_the_table(tmp_path, arch, capsys,
+                                                   monkeypatch):
     """kconfig.py --config NAME: the table's fragments for the
     architecture, the series' one in its mode (a tree that defines none
     of its options leaves them out, said), then any given after it."""
@@ -168,7 +169,7 @@ def test_kconfig_takes_a_configuration_of_the_table(tmp_path, arch, capsys):
     extra = tmp_path / "extra.config"
     extra.write_text("CONFIG_EXTRA_GIVEN=y\n")
     out = tmp_path / "obj"
-    os.chdir(ROOT)
+    monkeypatch.chdir(ROOT)
     assert kconfig.main(["--src", str(src), "--out", str(out), "--make",
                          str(fake), "--arch", arch, "--config", "debug",
                          str(extra)]) == 0
