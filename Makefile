@@ -9,9 +9,10 @@ PYTEST     := $(PYTHON) -m pytest
 # The harness's Python is one package, ci (python3 -m ci.guest.arch ...).
 export PYTHONPATH := $(ROOT)$(if $(PYTHONPATH),:$(PYTHONPATH))
 # Which guest kernel: normal (base + feature), debug (+ KASAN, lockdep,
-# atomic-sleep checks), stress (debug + kmemleak, for make stress) or
-# kcsan (KCSAN + kmemleak, for make stress-kcsan) or nounwind (the series
-# without UNWIND_USER): the table in ci/build/configs.py.
+# atomic-sleep checks), rt and rt-debug (the same on PREEMPT_RT), stress
+# (debug + kmemleak, for make stress), kcsan (KCSAN + kmemleak, for make
+# stress-kcsan) or nounwind (the series without UNWIND_USER): the table in
+# ci/build/configs.py.
 CONFIG     ?= normal
 # The guest architecture: x86_64 (default) or arm64 (cross-built with
 # Debian's aarch64 toolchain, QEMU's virt machine under TCG). Its details
@@ -106,10 +107,10 @@ export EXPECT_FEATURE
 .PHONY: help deps tree apply export kernel toolchains selftests perf perf-asan perf-upstream perf-python initramfs vmtest test-perf \
 	upstream-tree vmtest-upstream \
 	verdict vmtest-debug stress stress-kcsan stress-run test checkpatch apply-fresh bisect-build check \
-	kunit clean kernel-doc sparse submit-check send bench mutate golden fuzz
+	kunit clean kernel-doc sparse submit-check send bench mutate golden fuzz matrix
 
 help: ## list the targets
-	@echo "usage: make TARGET [KERNEL=DIR] [ARCH=x86_64|arm64] [CONFIG=normal|debug|stress|kcsan|nounwind] [FILTER=gtest-filter] [PERF_TREE=DIR] [SLOW=on]"
+	@echo "usage: make TARGET [KERNEL=DIR] [ARCH=x86_64|arm64] [CONFIG=normal|debug|rt|rt-debug|stress|kcsan|nounwind] [FILTER=gtest-filter] [PERF_TREE=DIR] [SLOW=on]"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
 		awk -F':.*## ' '{ printf "  %-14s %s\n", $$1, $$2 }'
 
@@ -216,6 +217,11 @@ apply-fresh: deps $(TREE_DEP) ## prove patches/ applies to a fresh, unpatched ba
 
 bisect-build: deps $(TREE_DEP) ## build every commit of the series in turn (kernel, perf)
 	@bash ci/checks/bisect-build.sh "$(KSRC)" $(KCONFIG_ARGS)
+
+# make matrix: ROWS=a,b (ci/checks/matrix.py's names, randconfig-SEED), else
+# every row and RANDCONFIGS randconfig rows (default 3).
+matrix: deps $(TREE_DEP) ## build the series as build bots do: configurations x architectures, W=1 against the base (not part of check)
+	@$(PYTHON) -m ci.checks.matrix --src "$(KSRC)" $(if $(ROWS),--rows $(ROWS)) $(if $(RANDCONFIGS),--randconfigs $(RANDCONFIGS))
 
 check: ## everything CI runs: deps, tree, perf, harness tests, apply, checkpatch, vmtest x2, test-perf, short stress
 	@bash ci/checks/check.sh

@@ -220,12 +220,13 @@ def stale_paths(tracked, patched):
             is_file = tok.endswith(CODE_EXT) and re.match(r"^[\w.*<>/-]+$", tok)
             if not (is_path or is_file):
                 continue
-            if first in KERNEL_TOP and first not in top:
+            # The repository first (from the doc's directory too:
+            # selftests/README.md's lib/), then the kernel's tree.
+            ok = all(resolves(c, os.path.dirname(doc), known)
+                     for c in path_candidates(tok))
+            if not ok and first in KERNEL_TOP and first not in top:
                 ok = all(any(fnmatch.fnmatch(f, c) or f.startswith(c.rstrip("/") + "/")
                              for f in patched | KERNEL_FILES)
-                         for c in path_candidates(tok))
-            else:
-                ok = all(resolves(c, os.path.dirname(doc), known)
                          for c in path_candidates(tok))
             if not ok:
                 out.append(f"{doc}:{line_of(text, off)}: `{tok}`: no such "

@@ -34,6 +34,11 @@ CONFIGS = {
                "debug + kmemleak, for make stress"),
     "kcsan": (["{series}", "kcsan.config", "stress.config"], 600,
               "KCSAN + kmemleak, for make stress-kcsan"),
+    # The real-time kernel (Debian 13's -rt flavours), and with the debug
+    # checks (lockdep finds sleeping locks taken in atomic context).
+    "rt": (["{series}", "rt.config"], 600, "base + the series, PREEMPT_RT"),
+    "rt-debug": (["{series}", "debug-checks.config", "rt.config"], 1500,
+                 "rt + KASAN, lockdep, atomic-sleep checks"),
     # Instead of series.config: the series without the user unwinder.
     "nounwind": (["nounwind.config"], 600,
                  "the series without UNWIND_USER"),

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Install what the harness needs from Debian packages. Idempotent: packages
-# that are already installed are not touched, so a second run costs ~1 s.
+# usage: deps.sh [PACKAGE...]
+#
+# Install what the harness needs from Debian packages, and the PACKAGEs a
+# target needs beyond that (make matrix: its rows' cross compilers).
+# Idempotent: packages that are already installed are not touched, so a
+# second run costs ~1 s.
 . "$(dirname "$0")/../lib.sh"
 
 PKGS=(
@@ -55,7 +59,7 @@ if [ -z "$ml" ]; then
 	ml=$(multilib_pkg)
 fi
 [ -n "$ml" ] || die "no g++-N-multilib package found behind g++-multilib: is this Debian on amd64?"
-PKGS+=("$ml")
+PKGS+=("$ml" "$@")
 
 missing=()
 for p in "${PKGS[@]}"; do

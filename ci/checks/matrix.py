@@ -1,0 +1,392 @@
+#!/usr/bin/env python3
+"""make matrix: the series in the configurations and architectures a
+kernel build bot tries.
+
+usage: python3 -m ci.checks.matrix --src TREE [--rows NAME,...]
+           [--randconfigs N] [--seed S] [--doc FILE]
+
+Each row configures the tree (the series applied, TREE's HEAD) as the
+row says (a config target, for randconfig with the seed printed, then the
+row's options, each verified), builds it whole (make all, with the row's
+Debian cross compiler) and then compares warnings at W=1 in the C files
+the series adds or changes: those files are compiled again at W=1 in the
+series' tree and, where they exist, in the base's (a worktree of TREE's
+vmtest-base tag configured the same way), and a warning the base does not
+have, compared without line numbers, fails the row. The row also says
+whether CONFIG_UNWIND_USER ended up as the row expects: on where the
+architecture provides the pieces, off where it does not.
+
+Prints the table (built, new W=1 warnings, UNWIND_USER, time) and writes
+it to build/out/matrix/table.md; with every row (no --rows), also to
+--doc (doc/matrix.md). Exit: 0 every row passed, 1 a row failed, 2 usage
+or setup. A randconfig row is reproduced by --rows randconfig-SEED.
+"""
+import argparse
+import datetime
+import os
+import random
+import re
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+BUILD = os.path.join(ROOT, "build")
+OUT = os.path.join(BUILD, "out", "matrix")
+BASE_TAG = "vmtest-base"
+
+
+class Row:
+    """One configuration: kernel ARCH=, Debian's cross compiler (prefix,
+    package), the config target, options set after it (name -> y/n),
+    and what CONFIG_UNWIND_USER must be ("y", "n")."""
+
+    def __init__(self, name, karch, target, options=None, cross="",
+                 package="", unwind="n", why="", seed=None):
+        self.name, self.karch, self.target = name, karch, target
+        self.options, self.cross, self.package = options or {}, cross, package
+        self.unwind, self.why, self.seed = unwind, why, seed
+
+
+ROWS = [
+    # x86 selects PERF_EVENTS, which only implies UNWIND_USER: the no-configs
+    # say no to it.
+    Row("x86_64-tinyconfig", "x86_64", "tinyconfig"),
+    Row("x86_64-allnoconfig", "x86_64", "allnoconfig"),
+    Row("x86_64-defconfig", "x86_64", "defconfig", unwind="y"),
+    Row("x86_64-defconfig-nounwind", "x86_64", "defconfig",
+        {"PERF_EVENTS": "y", "UNWIND_USER": "n"},
+        why="perf without the unwinder: deferred requests refused"),
+    # x86 selects PERF_EVENTS: perf off is tried on arm64, which does not.
+    Row("arm64-defconfig-noperf", "arm64", "defconfig",
+        {"PERF_EVENTS": "n"}, cross="aarch64-linux-gnu-",
+        package="gcc-aarch64-linux-gnu",
+        why="arm64 lets PERF_EVENTS go (x86 selects it)"),
+    Row("i386-defconfig", "i386", "defconfig", cross="i686-linux-gnu-",
+        package="gcc-i686-linux-gnu",
+        why="generic entry, but the unwinder is x86-64's (HAVE_UNWIND_USER_FP)"),
+    Row("arm64-defconfig", "arm64", "defconfig", cross="aarch64-linux-gnu-",
+        package="gcc-aarch64-linux-gnu", unwind="y"),
+    Row("arm64-defconfig-nopnmi", "arm64", "defconfig",
+        {"ARM64_PSEUDO_NMI": "n"}, cross="aarch64-linux-gnu-",
+        package="gcc-aarch64-linux-gnu", unwind="y",
+        why="no pseudo-NMIs: PMU samples in IRQ context"),
+    Row("riscv64-defconfig", "riscv", "defconfig", cross="riscv64-linux-gnu-",
+        package="gcc-riscv64-linux-gnu",
+        why="generic entry, but the series gives riscv no unwinder"),
+    Row("s390x-defconfig", "s390", "defconfig", cross="s390x-linux-gnu-",
+        package="gcc-s390x-linux-gnu",
+        why="generic entry, but the series gives s390 no unwinder"),
+    Row("powerpc64le-defconfig", "powerpc", "ppc64le_defconfig",
+        cross="powerpc64le-linux-gnu-", package="gcc-powerpc64le-linux-gnu",
+        why="no generic entry in 6.12: nothing of the series selected"),
+]
+# Not a row: loongarch64, for which neither bookworm nor trixie nor sid
+# packages a cross compiler.
+RANDCONFIGS = 3
+
+
+def randconfig_row(seed):
+    return Row(f"randconfig-{seed:#x}", "x86_64", "randconfig", seed=seed,
+               unwind="any", why="KCONFIG_SEED printed in the name")
+
+
+def log(msg):
+    print(f"==> matrix: {msg}", file=sys.stderr, flush=True)
+
+
+def make_args(row, obj, cc_cache):
+    cc = f"{row.cross}gcc"
+    if cc_cache:
+        cc = f"ccache {cc}"
+    args = ["make", "-s", f"O={obj}", f"ARCH={row.karch}", f"CC={cc}",
+            f"-j{os.cpu_count() or 2}"]
+    if row.cross:
+        args.append(f"CROSS_COMPILE={row.cross}")
+    return args
+
+
+def run(args, cwd, log_path, env=None):
+    """Run ARGS in CWD, stderr and stdout to LOG_PATH (appended); the
+    exit code."""
+    with open(log_path, "a") as f:
+        f.write("$ " + " ".join(args) + "\n")
+        f.flush()
+        return subprocess.run(args, cwd=cwd, stdout=f, stderr=f,
+                              env=env).returncode
+
+
+def read_config(obj):
+    out = {}
+    path = os.path.join(obj, ".config")
+    for line in open(path, errors="replace"):
+        m = re.match(r"^(CONFIG_\w+)=(.*)$", line)
+        if m:
+            out[m.group(1)] = m.group(2)
+        m = re.match(r"^# (CONFIG_\w+) is not set$", line)
+        if m:
+            out[m.group(1)] = "n"
+    return out
+
+
+def configure(row, tree, obj, logp, cc_cache, series):
+    """The row's .config in OBJ; the list of problems (an option that did
+    not stick is one, in the series' tree; the base may not know one)."""
+    os.makedirs(obj, exist_ok=True)
+    env = dict(os.environ)
+    if row.seed is not None:
+        env["KCONFIG_SEED"] = hex(row.seed)
+    base = make_args(row, obj, cc_cache)
+    if run(base + [row.target], tree, logp, env) != 0:
+        return [f"make {row.target} failed (see {logp})"]
+    if row.options:
+        cfg = [os.path.join(tree, "scripts", "config"), "--file",
+               os.path.join(obj, ".config")]
+        for name, val in row.options.items():
+            cfg += ["--enable" if val == "y" else "--disable", name]
+        if run(cfg, tree, logp) != 0 or \
+                run(base + ["olddefconfig"], tree, logp) != 0:
+            return [f"setting {row.options} failed (see {logp})"]
+    if not series:
+        return []
+    have = read_config(obj)
+    return [f"CONFIG_{n}={v} did not stick (.config has "
+            f"{have.get('CONFIG_' + n, 'n')})"
+            for n, v in row.options.items()
+            if have.get("CONFIG_" + n, "n") != v]
+
+
+def series_files(tree):
+    """The C files the series adds or changes (not tools/), and which of
+    them the base has."""
+    out = subprocess.run(["git", "-C", tree, "diff", "--name-only",
+                          "--diff-filter=AM", f"{BASE_TAG}..HEAD", "--",
+                          "*.c", ":!tools/"], capture_output=True,
+                         text=True, check=True).stdout.split()
+    added = set(subprocess.run(
+        ["git", "-C", tree, "diff", "--name-only", "--diff-filter=A",
+         f"{BASE_TAG}..HEAD", "--", "*.c"], capture_output=True, text=True,
+        check=True).stdout.split())
+    return out, [f for f in out if f not in added]
+
+
+WARNING = re.compile(r"^(\S+?):(\d+:)?(\d+:)? (warning|error): (.*)$")
+
+
+def warnings(log_text, files):
+    """'file: warning: text' of the compiler lines about FILES (as FILES
+    name them), without line and column numbers, counted (a list with
+    repeats)."""
+    out = []
+    for line in log_text.splitlines():
+        m = WARNING.match(line.strip())
+        if not m:
+            continue
+        path = m.group(1)
+        # Named as the series names it: the two trees' paths differ.
+        f = next((f for f in files if path == f or path.endswith("/" + f)),
+                 None)
+        if f:
+            out.append(f"{f}: {m.group(4)}: {m.group(5)}")
+    return out
+
+
+def new_warnings(base, series):
+    """SERIES's warnings BASE does not have, counted."""
+    left = list(base)
+    out = []
+    for w in series:
+        if w in left:
+            left.remove(w)
+        else:
+            out.append(w)
+    return out
+
+
+def w1(row, tree, obj, files, logp, cc_cache):
+    """Compile FILES (those built in this config) again at W=1; the log."""
+    targets = [f[:-2] + ".o" for f in files
+               if os.path.exists(os.path.join(obj, f[:-2] + ".o"))]
+    if not targets:
+        return "", []
+    w1_log = logp + ".w1"
+    open(w1_log, "w").close()
+    # No need to touch the sources: kbuild compiles again when an object's
+    # command line changes, and W=1 changes it.
+    run(make_args(row, obj, cc_cache) + ["W=1", "KBUILD_MODPOST_WARN=1"]
+        + targets, tree, w1_log)
+    return open(w1_log, errors="replace").read(), targets
+
+
+def base_tree(tree):
+    """A worktree of TREE's base tag under build/matrix-base."""
+    wt = os.path.join(BUILD, "matrix-base")
+    want = subprocess.run(["git", "-C", tree, "rev-parse",
+                           f"{BASE_TAG}^{{commit}}"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    have = subprocess.run(["git", "-C", wt, "rev-parse", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    if have != want:
+        subprocess.run(["git", "-C", tree, "worktree", "remove", "--force",
+                        wt], capture_output=True)
+        subprocess.run(["git", "-C", tree, "worktree", "prune"], check=True)
+        subprocess.run(["git", "-C", tree, "worktree", "add", "-q",
+                        "--detach", wt, BASE_TAG], check=True)
+    return wt
+
+
+def run_row(row, tree, base, files, base_files, cc_cache):
+    """Build ROW; a dict of what the table shows."""
+    t0 = time.monotonic()
+    d = os.path.join(OUT, row.name)
+    os.makedirs(d, exist_ok=True)
+    res = {"row": row, "built": "no", "new": [], "unwind": "?",
+           "problems": []}
+    logp = os.path.join(d, "series.log")
+    open(logp, "w").close()
+    obj = os.path.join(d, "series")
+    res["problems"] += configure(row, tree, obj, logp, cc_cache, True)
+    if not res["problems"]:
+        if run(make_args(row, obj, cc_cache) + ["all"], tree, logp) != 0:
+            res["problems"].append(f"the series does not build (see {logp})")
+        else:
+            res["built"] = "yes"
+    if os.path.exists(os.path.join(obj, ".config")):
+        res["unwind"] = read_config(obj).get("CONFIG_UNWIND_USER", "n")
+        if row.unwind != "any" and res["unwind"] != row.unwind:
+            res["problems"].append(f"CONFIG_UNWIND_USER={res['unwind']}, "
+                                   f"expected {row.unwind}")
+    if res["built"] == "yes":
+        text, built = w1(row, tree, obj, files, logp, cc_cache)
+        series_w = warnings(text, files)
+        blog = os.path.join(d, "base.log")
+        open(blog, "w").close()
+        bobj = os.path.join(d, "base")
+        base_w = []
+        if base_files and not configure(row, base, bobj, blog, cc_cache,
+                                        False) and \
+                run(make_args(row, bobj, cc_cache) + ["prepare"], base,
+                    blog) == 0:
+            btext, _ = w1(row, base, bobj, base_files, blog, cc_cache)
+            base_w = warnings(btext, base_files)
+        res["new"] = new_warnings(base_w, series_w)
+        res["w1_files"] = len(built)
+        if res["new"]:
+            res["problems"].append(f"{len(res['new'])} new W=1 warning(s)")
+    res["seconds"] = time.monotonic() - t0
+    return res
+
+
+def table(results):
+    lines = ["| row | ARCH | built | files at W=1 | new W=1 warnings | "
+             "UNWIND_USER (expected) | time |", "|---|---|---|---|---|---|---|"]
+    for r in results:
+        row = r["row"]
+        lines.append(
+            f"| {row.name} | {row.karch} | {r['built']} | "
+            f"{r.get('w1_files', '-')} | {len(r['new'])} | {r['unwind']} "
+            f"({row.unwind}) | {r['seconds'] / 60:.1f} min |")
+    return lines
+
+
+def pick(names, randconfigs, seed):
+    rows = list(ROWS)
+    rng = random.Random(seed)
+    rows += [randconfig_row(rng.randrange(1 << 32))
+             for _ in range(randconfigs)]
+    if not names:
+        return rows, True
+    out = []
+    for n in names:
+        m = re.fullmatch(r"randconfig-(0x[0-9a-f]+|\d+)", n)
+        if m:
+            out.append(randconfig_row(int(m.group(1), 0)))
+            continue
+        found = [r for r in ROWS if r.name == n]
+        if not found:
+            raise ValueError(f"no row {n}: use one of "
+                             + ", ".join(r.name for r in ROWS)
+                             + " or randconfig-SEED")
+        out += found
+    return out, False
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--src", required=True)
+    ap.add_argument("--rows", default="")
+    ap.add_argument("--randconfigs", type=int, default=RANDCONFIGS)
+    ap.add_argument("--seed", type=int, default=None,
+                    help="picks the randconfig seeds (default: the date)")
+    ap.add_argument("--doc", default=os.path.join(ROOT, "doc", "matrix.md"))
+    a = ap.parse_args(argv)
+    seed = a.seed if a.seed is not None else \
+        int(datetime.date.today().strftime("%Y%m%d"))
+    try:
+        rows, whole = pick([n for n in a.rows.split(",") if n],
+                           a.randconfigs, seed)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    tree = os.path.realpath(a.src)
+    if subprocess.run(["git", "-C", tree, "rev-parse", "-q", "--verify",
+                       f"{BASE_TAG}^{{commit}}"],
+                      capture_output=True).returncode != 0:
+        print(f"error: {tree} has no {BASE_TAG} tag: run 'make tree'",
+              file=sys.stderr)
+        return 2
+    cc_cache = os.environ.get("CCACHE", "1") == "1" and \
+        subprocess.run(["sh", "-c", "command -v ccache"],
+                       capture_output=True).returncode == 0
+    packages = sorted({r.package for r in rows if r.package})
+    if subprocess.run(["bash", os.path.join(ROOT, "ci", "build", "deps.sh"),
+                       *packages]).returncode != 0:
+        return 2
+    files, base_files = series_files(tree)
+    base = base_tree(tree)
+    results = []
+    for row in rows:
+        log(f"{row.name}: {row.target} {row.options or ''} "
+            f"ARCH={row.karch}{' ' + row.why if row.why else ''}")
+        r = run_row(row, tree, base, files, base_files, cc_cache)
+        results.append(r)
+        for p in r["problems"]:
+            print(f"FAIL: {row.name}: {p}", file=sys.stderr)
+        for w in r["new"]:
+            print(f"    {w}", file=sys.stderr)
+        log(f"{row.name}: built {r['built']}, {len(r['new'])} new W=1 "
+            f"warnings, UNWIND_USER={r['unwind']}, "
+            f"{r['seconds']:.0f} s")
+    lines = table(results)
+    print("\n".join(lines))
+    os.makedirs(OUT, exist_ok=True)
+    with open(os.path.join(OUT, "table.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    if whole and a.doc:
+        head = subprocess.run(["git", "-C", tree, "log", "-1",
+                               "--format=%h %s"], capture_output=True,
+                              text=True).stdout.strip()
+        with open(a.doc, "w") as f:
+            f.write(DOC.format(date=datetime.date.today().isoformat(),
+                               head=head, cpus=os.cpu_count(),
+                               table="\n".join(lines),
+                               minutes=sum(r["seconds"] for r in results)
+                               / 60))
+    return 1 if any(r["problems"] for r in results) else 0
+
+
+DOC = """# make matrix
+
+The series in the configurations and architectures a kernel build bot
+tries (`ci/checks/matrix.py`: what each row is and why). Written by `make
+matrix`; do not edit by hand.
+
+Run of {date} on {cpus} CPUs, tree at {head}; {minutes:.0f} min in all.
+
+{table}
+"""
+
+
+if __name__ == "__main__":
+    sys.exit(main())
