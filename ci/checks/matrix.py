@@ -3,7 +3,7 @@
 kernel build bot tries.
 
 usage: python3 -m ci.checks.matrix --src TREE [--rows NAME,...]
-           [--randconfigs N] [--seed S] [--doc FILE]
+           [--randconfigs N] [--seed S] [--doc FILE] [--keep-objects]
 
 Each row configures the tree (the series applied, TREE's HEAD) as the
 row says (a config target, for randconfig with the seed printed, then the
@@ -11,7 +11,7 @@ row's options, each verified), builds it whole (make all, with the row's
 Debian cross compiler) and then compares warnings at W=1 in the C files
 the series adds or changes: those files are compiled again at W=1 in the
 series' tree and, where they exist, in the base's (a worktree of TREE's
-vmtest-base tag configured the same way), and a warning the base does not
+vmtest-base tag given the series' .config, trimmed by olddefconfig), and a warning the base does not
 have, compared without line numbers, fails the row. The row also says
 whether CONFIG_UNWIND_USER ended up as the row expects: on where the
 architecture provides the pieces, off where it does not.
@@ -26,6 +26,7 @@ import datetime
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -130,9 +131,9 @@ def read_config(obj):
     return out
 
 
-def configure(row, tree, obj, logp, cc_cache, series):
+def configure(row, tree, obj, logp, cc_cache):
     """The row's .config in OBJ; the list of problems (an option that did
-    not stick is one, in the series' tree; the base may not know one)."""
+    not stick is one)."""
     os.makedirs(obj, exist_ok=True)
     env = dict(os.environ)
     if row.seed is not None:
@@ -148,13 +149,23 @@ def configure(row, tree, obj, logp, cc_cache, series):
         if run(cfg, tree, logp) != 0 or \
                 run(base + ["olddefconfig"], tree, logp) != 0:
             return [f"setting {row.options} failed (see {logp})"]
-    if not series:
-        return []
     have = read_config(obj)
     return [f"CONFIG_{n}={v} did not stick (.config has "
             f"{have.get('CONFIG_' + n, 'n')})"
             for n, v in row.options.items()
             if have.get("CONFIG_" + n, "n") != v]
+
+
+def base_config(row, obj, base, bobj, logp, cc_cache):
+    """The base configured as the series' build was: its .config, which
+    olddefconfig trims to what the base defines (a randconfig's seed would
+    choose differently in a Kconfig without the series' symbols)."""
+    os.makedirs(bobj, exist_ok=True)
+    with open(os.path.join(obj, ".config")) as src, \
+            open(os.path.join(bobj, ".config"), "w") as dst:
+        dst.write(src.read())
+    return run(make_args(row, bobj, cc_cache) + ["olddefconfig"], base,
+               logp) == 0
 
 
 def series_files(tree):
@@ -214,8 +225,7 @@ def w1(row, tree, obj, files, logp, cc_cache):
     open(w1_log, "w").close()
     # No need to touch the sources: kbuild compiles again when an object's
     # command line changes, and W=1 changes it.
-    run(make_args(row, obj, cc_cache) + ["W=1", "KBUILD_MODPOST_WARN=1"]
-        + targets, tree, w1_log)
+    run(make_args(row, obj, cc_cache) + ["W=1"] + targets, tree, w1_log)
     return open(w1_log, errors="replace").read(), targets
 
 
@@ -236,7 +246,7 @@ def base_tree(tree):
     return wt
 
 
-def run_row(row, tree, base, files, base_files, cc_cache):
+def run_row(row, tree, base, files, base_files, cc_cache, keep=False):
     """Build ROW; a dict of what the table shows."""
     t0 = time.monotonic()
     d = os.path.join(OUT, row.name)
@@ -246,7 +256,7 @@ def run_row(row, tree, base, files, base_files, cc_cache):
     logp = os.path.join(d, "series.log")
     open(logp, "w").close()
     obj = os.path.join(d, "series")
-    res["problems"] += configure(row, tree, obj, logp, cc_cache, True)
+    res["problems"] += configure(row, tree, obj, logp, cc_cache)
     if not res["problems"]:
         if run(make_args(row, obj, cc_cache) + ["all"], tree, logp) != 0:
             res["problems"].append(f"the series does not build (see {logp})")
@@ -264,8 +274,8 @@ def run_row(row, tree, base, files, base_files, cc_cache):
         open(blog, "w").close()
         bobj = os.path.join(d, "base")
         base_w = []
-        if base_files and not configure(row, base, bobj, blog, cc_cache,
-                                        False) and \
+        if base_files and base_config(row, obj, base, bobj, blog,
+                                      cc_cache) and \
                 run(make_args(row, bobj, cc_cache) + ["prepare"], base,
                     blog) == 0:
             btext, _ = w1(row, base, bobj, base_files, blog, cc_cache)
@@ -275,6 +285,13 @@ def run_row(row, tree, base, files, base_files, cc_cache):
         if res["new"]:
             res["problems"].append(f"{len(res['new'])} new W=1 warning(s)")
     res["seconds"] = time.monotonic() - t0
+    if not keep:
+        # A defconfig's objects are gigabytes; ccache keeps what a rerun
+        # needs, the logs and .config stay.
+        for o in (obj, os.path.join(d, "base")):
+            if os.path.exists(os.path.join(o, ".config")):
+                shutil.copyfile(os.path.join(o, ".config"), o + ".config")
+            shutil.rmtree(o, ignore_errors=True)
     return res
 
 
@@ -320,6 +337,8 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=None,
                     help="picks the randconfig seeds (default: the date)")
     ap.add_argument("--doc", default=os.path.join(ROOT, "doc", "matrix.md"))
+    ap.add_argument("--keep-objects", action="store_true",
+                    help="keep each row's object directories (gigabytes)")
     a = ap.parse_args(argv)
     seed = a.seed if a.seed is not None else \
         int(datetime.date.today().strftime("%Y%m%d"))
@@ -349,7 +368,8 @@ def main(argv=None):
     for row in rows:
         log(f"{row.name}: {row.target} {row.options or ''} "
             f"ARCH={row.karch}{' ' + row.why if row.why else ''}")
-        r = run_row(row, tree, base, files, base_files, cc_cache)
+        r = run_row(row, tree, base, files, base_files, cc_cache,
+                    a.keep_objects)
         results.append(r)
         for p in r["problems"]:
             print(f"FAIL: {row.name}: {p}", file=sys.stderr)
