@@ -1,5 +1,8 @@
 """make matrix (ci/checks/matrix.py): its rows and its judgement of W=1
 warnings, on the host without building a kernel."""
+import os
+import subprocess
+
 import pytest
 
 from ci.checks import matrix
@@ -52,3 +55,60 @@ def test_a_warning_counts_as_new_only_beyond_the_base_s():
         "[-Wunused-variable]",
         "kernel/events/core.c: warning: no previous prototype for 'f' "
         "[-Wmissing-prototypes]"]
+
+
+FAKE_MAKE = r'''#!/bin/sh
+# make for matrix.py: configs write .config, all makes an object per C
+# file of the tree, W=1 prints each "//warn X" line of a target's source
+# as gcc would.
+obj= w1=
+for a; do case $a in O=*) obj=${a#O=} ;; W=1) w1=1 ;; esac; done
+for a; do
+	case $a in
+	defconfig) echo CONFIG_UNWIND_USER=y >"$obj/.config" ;;
+	all) for c in *.c; do : >"$obj/${c%.c}.o"; done ;;
+	*.o) [ -n "$w1" ] && sed -n "s|^//warn \(.*\)|${a%.o}.c:3:1: warning: \1|p" \
+		"${a%.o}.c" >&2 ;;
+	esac
+done
+exit 0
+'''
+
+
+def git(tree, *args):
+    subprocess.run(["git", "-C", str(tree), "-c", "user.name=t", "-c",
+                    "user.email=t@t", *args], check=True, capture_output=True)
+
+
+def test_a_row_fails_on_the_warnings_its_files_add_to_the_base_s(
+        tmp_path, monkeypatch):
+    """One row on a fake tree and make: the W=1 warnings of the series'
+    files are compared with the base's build of the same objects."""
+    tree = tmp_path / "linux"
+    tree.mkdir()
+    (tree / "a.c").write_text("//warn old\n")
+    (tree / "c.c").write_text("//warn untouched\n")
+    git(tree, "init", "-q")
+    git(tree, "add", ".")
+    git(tree, "commit", "-q", "-m", "base")
+    git(tree, "tag", "vmtest-base")
+    (tree / "a.c").write_text("//warn old\n//warn new in a\n")
+    (tree / "b.c").write_text("//warn new file\n")
+    git(tree, "add", ".")
+    git(tree, "commit", "-q", "-m", "series")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "make").write_text(FAKE_MAKE)
+    (bindir / "make").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    monkeypatch.setattr(matrix, "OUT", str(tmp_path / "out"))
+    monkeypatch.setattr(matrix, "BUILD", str(tmp_path))
+    base = matrix.base_tree(str(tree))
+    row = matrix.Row("fake-defconfig", "x86_64", "defconfig", unwind="y")
+    sources = matrix.series_files(str(tree))
+    assert sources == (["a.c", "b.c"], ["a.c"], [])
+    r = matrix.run_row(row, str(tree), base, sources, cc_cache=False)
+    assert r["built"] == "yes" and r["unwind"] == "y", r
+    assert r["new"] == ["a.c: warning: new in a", "b.c: warning: new file"]
+    assert r["problems"] == ["2 new W=1 warning(s)"], r["problems"]
+    assert not os.path.exists(tmp_path / "out" / "fake-defconfig" / "series")

@@ -49,3 +49,10 @@ def test_a_clone_with_build_outputs_is_warm(tmp_path):
     (tmp_path / "out").mkdir()
     assert timings.state(str(tmp_path)) == "warm"
     assert timings.state(str(tmp_path / "none")) in ("cold", "fresh")
+
+
+def test_the_checkout_it_records_into_is_the_repository_s_root():
+    """make check runs it as python3 -m ci.checks.timings: its ROOT is the
+    checkout (doc/timings.md, patches/), not ci/."""
+    assert os.path.exists(os.path.join(timings.ROOT, "doc", "timings.md"))
+    assert os.path.isdir(os.path.join(timings.ROOT, "patches", "fixes"))

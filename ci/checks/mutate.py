@@ -2,10 +2,12 @@
 """make mutate: every guarded behaviour, broken on purpose, must fail the
 tests that name it.
 
-usage: python3 -m ci.checks.mutate check [NAME...]      apply each breakage to a scratch copy
-                                      of the files (no build): does it apply?
-       mutate.py apply NAME TREE      apply one breakage to TREE's files
-       mutate.py run [NAME...]        the whole job (make mutate)
+usage: python3 -m ci.checks.mutate check [NAME...]   apply each breakage to a
+                                  scratch copy of the files (no build):
+                                  does it apply?
+       python3 -m ci.checks.mutate apply NAME TREE  apply one breakage to
+                                  TREE's files
+       python3 -m ci.checks.mutate run [NAME...]    the whole job (make mutate)
 
 Each breakage is a file ci/checks/mutate/NAME.mut (format below). `run` makes a
 git worktree of build/linux's HEAD in build/mutate, builds and boots it
@@ -55,6 +57,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from ci.build import lock
 from ci.judge.vmtest import report
 
 SPECS = os.path.join(ROOT, "ci", "checks", "mutate")
@@ -328,21 +331,6 @@ def write_doc(res):
         f.write("\n".join(L))
 
 
-def locked(argv):
-    """Run this script again, whole, under the build lock: its builds
-    and boots (ci/lib.sh's lock_script and with_build_lock see
-    VMTEST_BUILD_LOCKED) are then not queued again, one by one, behind
-    the other users of a shared lock."""
-    lock = os.environ.get("VMTEST_LOCK") or os.path.join(BUILD,
-                                                         ".kbuild.lock")
-    os.makedirs(BUILD, exist_ok=True)
-    log(f"waiting for the build lock {lock}")
-    env = dict(os.environ, VMTEST_BUILD_LOCKED="1")
-    return subprocess.run(["flock", lock, sys.executable, "-m",
-                           "ci.checks.mutate", *argv],
-                          env=env).returncode
-
-
 def print_table(res):
     """The table breakage x failing tests, on stdout."""
     print("mutate: breakage x failing tests (* = named by the breakage):")
@@ -359,7 +347,7 @@ def print_table(res):
 
 def run(names):
     if not os.environ.get("VMTEST_BUILD_LOCKED"):
-        return locked(["run", *names])
+        return lock.rerun_locked("ci.checks.mutate", ["run", *names], log)
     specs = load(names)
     head = git("-C", SRC, "rev-parse", "HEAD", capture=True)
     subject = git("-C", SRC, "log", "-1", "--format=%s", head,

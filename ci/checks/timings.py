@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""make check's own record of its time (ci/check.sh calls it).
+"""make check's own record of its time (ci/checks/check.sh calls it).
 
     python3 -m ci.checks.timings state BUILD_DIR
         at the start: prints the run's kind, "cold" (no BUILD_DIR/linux or
@@ -19,7 +19,8 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 README_LINE = re.compile(r"^`make check`, cold .*$", re.M)
 DEFAULTS = {"CHECK_ARM64": "1", "CHECK_DEBUG": "1", "CHECK_STRESS_S": "120",
             "CHECK_SLOW": ""}
