@@ -115,3 +115,16 @@ def test_build_scripts_take_the_lock_through_lib_sh(script):
     with open(os.path.join(ROOT, "ci", "build", script)) as f:
         text = f.read()
     assert 'lock_script "$@"' in text and "exec flock" not in text
+
+
+def test_kunit_and_golden_refuse_what_they_would_get_wrong():
+    """make kunit ARCH=arm64 would cross-compile for kunit.py's x86_64
+    QEMU; make golden ARCH=/SLOW=/KERNEL= would save x86_64's default run
+    directories: both refuse (exit 2) and say what to do."""
+    for script, env in (("ci/checks/kunit/run.sh", {"VMTEST_ARCH": "arm64"}),
+                        ("ci/judge/save-golden.sh", {"VMTEST_SLOW": "on"}),
+                        ("ci/judge/save-golden.sh", {"KERNEL": "/x"})):
+        p = subprocess.run(["bash", os.path.join(ROOT, script)],
+                           env=dict(os.environ, **env), capture_output=True,
+                           text=True)
+        assert p.returncode == 2 and "error: make " in p.stderr, (script, p)

@@ -67,7 +67,7 @@ check() {
 	: >"$logf"
 	printf '%s\n' "${objs[@]}" >"$logf.files"
 	[ "${#objs[@]}" -gt 0 ] || return 0
-	with_build_lock make -s -C "$tree" O="$kobj" CC="$cc" C=2 CHECK=sparse \
+	with_build_lock make -s -C "$tree" O="$kobj" "${KMAKE_ARGS[@]}" CC="$cc" C=2 CHECK=sparse \
 		-j"$(nproc)" "${objs[@]}" >"$logf.sparse" 2>&1 || {
 		tail -30 "$logf.sparse" >&2
 		fail "sparse run failed in $tree: see $logf.sparse"

@@ -25,6 +25,7 @@ save() {
 	rm -rf "$dst"
 	mkdir -p "$dst"
 	cp "$run"/{console.log,results.log,run.json,kernel.config,programs.txt} "$dst/"
+	[ ! -f "$run/left_out.txt" ] || cp "$run/left_out.txt" "$dst/"
 	{
 		echo "saved $(date -u '+%Y-%m-%d %H:%M UTC') from $run"
 		if git -C "$WORKTREE" rev-parse -q --verify "$BASE_TAG" >/dev/null; then
@@ -41,6 +42,10 @@ if [ $# -eq 2 ]; then
 	exit 0
 fi
 [ $# -eq 0 ] || die "usage: save-golden.sh [NAME RUN_DIR] (no arguments: make vmtest, make vmtest-debug, saved as tests/data/series/{normal,debug})"
+# The evidence is x86_64's, of build/linux, at the host's speed: the run
+# directories below are those.
+[ "${VMTEST_ARCH:-x86_64}" = x86_64 ] && [ -z "${VMTEST_SLOW:-}" ] && [ -z "${KERNEL:-}" ] ||
+	die "make golden saves x86_64 runs of build/linux: run it without ARCH=, SLOW= and KERNEL="
 out=$BUILD/out/linux
 make -C "$ROOT" --no-print-directory vmtest ||
 	fail "make vmtest failed: the evidence must be a passing run"

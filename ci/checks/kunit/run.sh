@@ -18,6 +18,11 @@
 . "$(dirname "$0")/../../series/lib.sh"
 . "$(dirname "$0")/../../build/lib.sh"
 
+# kunit.py's own QEMU run is x86_64's here; arm64 runs the same suites at
+# every boot of its guest.
+[ "${VMTEST_ARCH:-x86_64}" = x86_64 ] ||
+	die "make kunit runs on x86_64 only: on arm64 the suites run at every boot of 'make vmtest ARCH=arm64'"
+
 KERNEL_DIR=$WORKTREE
 if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
 	KERNEL_DIR=$(realpath "$1")
