@@ -119,14 +119,17 @@ extern "C" __attribute__((noinline)) long rs_tracee_read(int fd)
  * one of its entry (the task blocked before the events were enabled):
  * then there was nothing to answer before the stop.
  */
-int stopped_entry_answered(session::Session &s, size_t i, std::string *err)
+int stopped_entry_answered(session::Session &s, size_t i, std::string *err,
+			   std::string *tail)
 {
 	uint64_t last = 0;
 	std::map<uint64_t, int> samples;
 	std::set<uint64_t> recorded;
+	std::vector<std::string> seen; /* the buffer's records, in order */
 	uint64_t st = s.event(i).attr().sample_type;
 	bool id_all = s.event(i).attr().sample_id_all;
 	for (const perf::Record &r : s.records(i)) {
+		std::ostringstream d;
 		if (r.header.type == PERF_RECORD_SAMPLE) {
 			perf::Sample sm;
 			if (!perf::parse_sample(r, st, &sm, err))
@@ -134,12 +137,23 @@ int stopped_entry_answered(session::Session &s, size_t i, std::string *err)
 			perf::SplitChain c = perf::split_callchain(sm.callchain);
 			if (c.deferred)
 				samples[last = c.cookie]++;
+			d << "sample " << std::hex << c.cookie << std::dec << " at "
+			  << sm.sid.time << " cpu " << sm.sid.cpu;
 		} else if (r.header.type == perf_abi::kRecordCallchainDeferred) {
-			perf::DeferredCallchain d;
-			if (!perf::parse_deferred(r, st, id_all, &d, err))
+			perf::DeferredCallchain d2;
+			if (!perf::parse_deferred(r, st, id_all, &d2, err))
 				return 0;
-			recorded.insert(d.cookie);
+			recorded.insert(d2.cookie);
+			d << "record " << std::hex << d2.cookie << std::dec << " at "
+			  << d2.sid.time << " cpu " << d2.sid.cpu;
 		}
+		seen.push_back(d.str());
+	}
+	/* What the buffer ended with, for the first stop judged wrong. */
+	if (last && samples[last] > 1 && !recorded.count(last) && tail->empty()) {
+		size_t from = seen.size() > 8 ? seen.size() - 8 : 0;
+		for (size_t k = from; k < seen.size(); k++)
+			*tail += "\n  " + seen[k];
 	}
 	/*
 	 * Nothing to judge: no deferred sample yet (the first read blocked
@@ -189,7 +203,7 @@ void stop_repeatedly(bool ptraced)
 	 */
 	constexpr int kStops = 60, kJudged = kStops / 2;
 	int stops = 0, answered = 0, applicable = 0;
-	std::string stop_err;
+	std::string stop_err, unanswered;
 	work::Deadline dl(20);
 	if (!rr) {
 		s.enable();
@@ -211,7 +225,8 @@ void stop_repeatedly(bool ptraced)
 				break;
 			stops++;
 			s.drain();
-			int a = stopped_entry_answered(s, 0, &stop_err);
+			int a = stopped_entry_answered(s, 0, &stop_err,
+							       &unanswered);
 			applicable += a >= 0;
 			answered += a > 0;
 			if (ptraced ? ptrace(PTRACE_CONT, pid, 0, 0)
@@ -248,7 +263,8 @@ void stop_repeatedly(bool ptraced)
 	       "%s)\n", answered, stops, applicable, dl.describe().c_str());
 	EXPECT_EQ(answered, applicable)
 		<< "records held until the task resumes: a recording that "
-		   "ends during the stop loses them";
+		   "ends during the stop loses them; the buffer's last records "
+		   "at the first such stop (cookie, time):" << unanswered;
 	/*
 	 * A stop whose entry has no sample but the stop's own (the read
 	 * blocked before enabling, or the child not yet asleep when it was

@@ -136,6 +136,16 @@ def test_a_new_taint_fails(run):
     assert code == 1 and "tainted during the run" in out, out
 
 
+def test_a_lowered_perf_sample_rate_fails(run):
+    text = read(run, "console.log")
+    with open(os.path.join(run, "console.log"), "w") as f:
+        f.write("[  125.087021] perf: interrupt took too long (37031 > "
+                "9681), lowering kernel.perf_event_max_sample_rate to 5250\n"
+                + text)
+    code, out = judge(run)
+    assert code == 1 and "lowered perf_event_max_sample_rate" in out, out
+
+
 def test_a_silent_loss_fails(run):
     edit(run, "results.log", "unmatched=0 ", "unmatched=1 ")
     code, out = judge(run)

@@ -333,3 +333,19 @@ def test_bad_expect_feature_is_a_usage_error(tmp_path):
                        text=True, env=dict(os.environ, EXPECT_FEATURE="maybe"))
     assert p.returncode == 2
     assert "use yes, no or auto" in p.stderr
+
+
+RATE_LOWERED = ("[  442.342081] perf: interrupt took too long (16247 > 16195), "
+                "lowering kernel.perf_event_max_sample_rate to 12250\n"
+                "[  442.417728] perf: interrupt took too long (102146 > "
+                "101583), lowering kernel.perf_event_max_sample_rate to 1750\n")
+
+
+def test_a_run_whose_kernel_lowered_perfs_sample_rate_fails(tmp_path):
+    """The lines of a real arm64 debug run, before the guest's init turned
+    perf's interrupt-time monitor off: every count after them followed the
+    host's speed."""
+    run = Run(tmp_path)
+    run.write("console.log", RATE_LOWERED + run.read("console.log"))
+    assert_fails(run.dir, "lowered perf_event_max_sample_rate 2 time(s)",
+                 "last to 1750 Hz", "perf_cpu_time_max_percent")

@@ -190,6 +190,7 @@ def problems(parsed, run):
         if known and "(new flags B;" in t:
             t += f" [B: the {known[0]['name']} report above]"
         out.append(t)
+    out += run.rate_problems()
     km = parsed["kmemleak"]
     if km is None:
         if run.done:

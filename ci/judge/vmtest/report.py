@@ -204,6 +204,8 @@ def analyze(run_dir, config_path=None, expect="auto"):
            "no WARN/BUG/Oops/KASAN/lockdep/stall/hung task on the console")
     _check(cases, "no_new_taint", run.taint_problems(),
            "/proc/sys/kernel/tainted did not change during the run")
+    _check(cases, "perf_rate_kept", run.rate_problems(),
+           "perf_event_max_sample_rate was not lowered during the run")
 
     # KUnit: expected whenever the kernel was built with a KUnit suite,
     # and every suite of the series that the .config enables must appear.

@@ -3,7 +3,7 @@ the three judges: make verdict (report.py), ci/judge/bench/ and ci/judge/stress.
 
 What every run must show whatever the guest ran is checked here, once:
 init's done marker, the console's end marker, no splat, no new taint,
-and the first stuck report (named, whether or not vm.py stopped there).
+perf's sample rate kept, and the first stuck report (named, whether or not vm.py stopped there).
 """
 import json
 import os
@@ -25,6 +25,10 @@ EXPLAINED_TAINTS = (
     ("X", "Using fanotify permission checks may lead to deadlock; "
           "tainting kernel"),
 )
+# The kernel's line when it lowers perf_event_max_sample_rate
+# (kernel/events/core.c, perf_sample_event_took()).
+RATE_LOWERED = re.compile(r"perf: interrupt took too long .*lowering "
+                          r"kernel\.perf_event_max_sample_rate to (\d+)")
 NO_DONE = ("the guest never wrote its done marker on the results channel: "
            "it panicked, hung or init died (see console.log)")
 
@@ -84,6 +88,18 @@ class RunDir:
                 f"{seen['end']} (new flags {flags or hex(new)}; see "
                 "Documentation/admin-guide/tainted-kernels.rst)"]
 
+    def rate_problems(self):
+        """perf's sample rate lowered during the run: every sample count
+        after it depended on the host's speed, not on the kernel."""
+        rates = RATE_LOWERED.findall(self.console)
+        if not rates:
+            return []
+        return [f"the kernel lowered perf_event_max_sample_rate {len(rates)} "
+                f"time(s) during the run, last to {rates[-1]} Hz: the "
+                "tests' sample counts followed the host's speed (the "
+                "guest's init writes 0 to kernel.perf_cpu_time_max_percent "
+                "to keep the rate; did it run?)"]
+
     def unfinished(self):
         """The first stuck report first (the cause), then a missing done
         marker."""
@@ -94,7 +110,7 @@ class RunDir:
         """Everything above, one line each: the judges' common start."""
         return (self.unfinished() + self.console_problems() +
                 [splat_line(k, lines) for k, lines in self.splats] +
-                self.taint_problems())
+                self.taint_problems() + self.rate_problems())
 
 
 def splat_line(kind, lines):
