@@ -1,6 +1,8 @@
 """The config validator: every requested option must survive Kconfig."""
 import os
 
+import pytest
+
 from ci.build import kconfig
 
 QEMU_CONFIG = os.path.join(os.path.dirname(os.path.dirname(
@@ -88,13 +90,25 @@ def test_the_table_names_only_fragments_that_exist_for_every_arch():
     root = os.path.dirname(QEMU_CONFIG.rsplit(os.sep, 2)[0])
     for name in arch.KNOWN:
         for config in configs.CONFIGS:
+            if name not in configs.BASES.get(config, {name: ""}):
+                with pytest.raises(ValueError, match=f"CONFIG={config}: "
+                                   "only for ARCH=x86_64"):
+                    configs.fragments(config, name)
+                continue
             frags = configs.fragments(config, name)
             paths = [f for f in frags if not f.startswith("--")]
             assert all(os.path.exists(os.path.join(root, f)) for f in paths), \
                 (name, config, paths)
-            assert paths[:3] == ["ci/guest/config/guest.config",
-                                 arch.load(name).GUEST_CONFIG,
-                                 "ci/guest/config/kunit-at-boot.config"]
+            common = [arch.load(name).GUEST_CONFIG,
+                      "ci/guest/config/kunit-at-boot.config"]
+            if config in configs.BASES:
+                # Debian's configuration (make deps) instead of guest.config
+                assert frags[0] == "--base" and paths[0] == \
+                    configs.BASES[config][name], frags
+                assert paths[0].startswith(configs.DEBIAN_CONFIGS)
+            else:
+                assert paths[0] == "ci/guest/config/guest.config"
+            assert paths[1:3] == common
             if "ci/guest/config/series.config" in frags:
                 mode = frags[frags.index("ci/guest/config/series.config") - 1]
                 assert mode == arch.load(name).SERIES_MODE
@@ -105,11 +119,40 @@ def test_the_table_names_only_fragments_that_exist_for_every_arch():
         configs.fragments("nounwind", "x86_64")
 
 
+def test_base_lines_switch_modules_off_and_read_xz(tmp_path):
+    """--base: a distribution's .config, compressed as Debian ships it;
+    its modules are off (the guest boots none), the rest as it is."""
+    import lzma
+    from ci.build import kconfig
+    text = ("CONFIG_MODULES=y\nCONFIG_VIRTIO_BLK=m\n# CONFIG_KUNIT is not set\n"
+            'CONFIG_LSM="landlock,lockdown"\n')
+    plain, packed = tmp_path / "config", tmp_path / "config.xz"
+    plain.write_text(text)
+    with lzma.open(packed, "wt") as f:
+        f.write(text)
+    want = ["CONFIG_MODULES=y", "# CONFIG_VIRTIO_BLK is not set",
+            "# CONFIG_KUNIT is not set", 'CONFIG_LSM="landlock,lockdown"']
+    assert kconfig.base_lines(str(plain)) == want
+    assert kconfig.base_lines(str(packed)) == want
+
+
+def test_a_missing_base_says_to_run_make_deps(tmp_path, capsys):
+    from ci.build import kconfig
+    frag = tmp_path / "f.config"
+    frag.write_text("CONFIG_KUNIT=y\n")
+    assert kconfig.main(["--src", str(tmp_path), "--out", str(tmp_path / "o"),
+                         "--arch", "x86_64", "--base",
+                         str(tmp_path / "nope.xz"), str(frag)]) == 2
+    assert "run 'make deps'" in capsys.readouterr().err
+
+
 def test_the_table_refuses_an_unknown_config_with_exit_2(capsys):
     from ci.build import configs
     assert configs.main(["make", "x86_64", "fast"]) == 2
     err = capsys.readouterr().err
     assert "CONFIG=fast: use CONFIG=normal, CONFIG=debug" in err, err
+    assert configs.main(["make", "arm64", "debian"]) == 2
+    assert "CONFIG=debian: only for ARCH=x86_64" in capsys.readouterr().err
     assert configs.main(["make", "x86_64", "debug"]) == 0
     out = capsys.readouterr().out
     assert "CONFIG_VM_TIMEOUT := 1500" in out and "ARCH_NAME := x86_64" in out

@@ -42,6 +42,23 @@ CONFIGS = {
     # Instead of series.config: the series without the user unwinder.
     "nounwind": (["nounwind.config"], 600,
                  "the series without UNWIND_USER"),
+    # Debian's own configuration of the tree instead of tinyconfig and
+    # guest.config (BASES): its built-in part, modules off.
+    "debian": (["debian-guest.config", "{series}"], 900,
+               "Debian's amd64 configuration, built-in part, + the series"),
+    "debian-rt": (["debian-guest.config", "{series}"], 900,
+                  "Debian's amd64 -rt configuration, built-in part, + the "
+                  "series"),
+}
+
+# CONFIG= -> ARCH= -> the configuration it starts from instead of
+# tinyconfig and guest.config: Debian's, from linux-config-6.12 (make deps),
+# the same version as linux-source-6.12. arm64's are in that package's
+# arm64 build, which an amd64 host does not install.
+DEBIAN_CONFIGS = "/usr/src/linux-config-6.12"
+BASES = {
+    "debian": {"x86_64": f"{DEBIAN_CONFIGS}/config.amd64_none_amd64.xz"},
+    "debian-rt": {"x86_64": f"{DEBIAN_CONFIGS}/config.amd64_rt_amd64.xz"},
 }
 
 
@@ -59,8 +76,17 @@ def fragments(config, arch=None, if_possible=False):
     mode switch."""
     mod = guest_arch.load(arch)
     mode = "--series-if-possible" if if_possible else mod.SERIES_MODE
-    out = [f"{DIR}/guest.config", mod.GUEST_CONFIG,
-           f"{DIR}/kunit-at-boot.config"]
+    check(config)
+    if config in BASES:
+        if mod.NAME not in BASES[config]:
+            raise ValueError(f"CONFIG={config}: only for ARCH="
+                             + ", ".join(BASES[config]))
+        # A distribution's configuration has what guest.config asks for;
+        # it would also force its NR_CPUS=8 on the distribution's 8192.
+        out = ["--base", BASES[config][mod.NAME]]
+    else:
+        out = [f"{DIR}/guest.config"]
+    out += [mod.GUEST_CONFIG, f"{DIR}/kunit-at-boot.config"]
     for f in check(config)[0]:
         out += [mode, f"{DIR}/{SERIES}"] if f == "{series}" else [f"{DIR}/{f}"]
     return out
@@ -77,6 +103,7 @@ def make_vars(arch, config):
     from them, asked in one call."""
     mod = guest_arch.load(arch)
     timeout = check(config)[1]
+    fragments(config, arch)  # a CONFIG= this ARCH= has no base for
     return [f"ARCH_NAME := {mod.NAME}",
             f"ARCH_CMAKE := {' '.join(mod.CMAKE_ARGS)}",
             f"ARCH_PY := {'yes' if mod.PACK_PYTHON else ''}",

@@ -13,8 +13,9 @@ PKGS=(
 	xz-utils git ccache
 	# perf: compressed data ('perf record -z', ci/build/perf.sh)
 	libzstd-dev
-	# the default kernel tree (Debian's 6.12.y with Debian's patches)
-	linux-source-6.12
+	# the default kernel tree (Debian's 6.12.y with Debian's patches), and
+	# Debian's own configurations of it (make vmtest CONFIG=debian)
+	linux-source-6.12 linux-config-6.12
 	# guest
 	qemu-system-x86 busybox-static
 	# make vmtest ARCH=arm64: the aarch64 cross toolchain (kernel, perf,

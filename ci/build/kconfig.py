@@ -2,10 +2,12 @@
 """Make a guest .config from fragments and check that every option survived.
 
 usage: python3 -m ci.build.kconfig --src KERNEL --out OBJDIR [--config NAME [--if-possible]]
-           [--series FRAGMENT]... [--off OPTION]... [FRAGMENT...]
+           [--base CONFIG] [--series FRAGMENT]... [--off OPTION]... [FRAGMENT...]
 
-The config is tinyconfig plus the fragments (later fragments win), resolved
-by Kconfig in one allnoconfig pass. Kconfig silently drops an option whose
+The config is tinyconfig (or --base, a whole .config such as a
+distribution's, .xz or plain, its modules switched off) plus the
+fragments (later fragments win), resolved by Kconfig in one allnoconfig
+pass. Kconfig silently drops an option whose
 dependencies are not met, so afterwards every requested option is looked up
 in the final .config; any that did not survive is named and the exit code
 is 2. A --series fragment holds options that the patch series adds: an
@@ -17,6 +19,7 @@ OBJDIR/.config is replaced only when its content changes, so kbuild
 stays incremental.
 """
 import argparse
+import lzma
 import os
 import re
 import subprocess
@@ -43,6 +46,16 @@ def parse(lines):
         if m:
             opts[m.group(1)] = "n"
     return opts
+
+
+def base_lines(path):
+    """A whole .config (xz-compressed or not) as fragment lines, every
+    module (=m) turned off: the guest boots no modules."""
+    opener = lzma.open if path.endswith(".xz") else open
+    with opener(path, "rt") as f:
+        lines = f.read().splitlines()
+    return [f"# {line[:-2]} is not set" if line.endswith("=m") else line
+            for line in lines]
 
 
 def kconfig_files(src):
@@ -122,6 +135,10 @@ def main(argv=None):
     ap.add_argument("--if-possible", action="store_true",
                     help="--config's series fragment as "
                     "--series-if-possible (bisect-build, sparse)")
+    ap.add_argument("--base",
+                    help="a whole .config to start from instead of "
+                    "tinyconfig, modules off (not verified: the fragments' "
+                    "options are)")
     ap.add_argument("fragments", nargs="*")
     a = ap.parse_intermixed_args(argv)
     try:
@@ -132,9 +149,11 @@ def main(argv=None):
             table = argparse.ArgumentParser(add_help=False)
             for opt in ("--series", "--series-if-possible"):
                 table.add_argument(opt, action="append", default=[])
+            table.add_argument("--base")
             table.add_argument("fragments", nargs="*")
             b = table.parse_intermixed_args(
                 configs.fragments(a.config, a.arch, a.if_possible))
+            a.base = a.base or b.base
             a.fragments = b.fragments + a.fragments
             a.series = b.series + a.series
             a.series_if_possible = b.series_if_possible + a.series_if_possible
@@ -148,9 +167,15 @@ def main(argv=None):
         if not os.path.exists(f):
             print(f"error: config fragment {f} not found", file=sys.stderr)
             return 2
+    if a.base and not os.path.exists(a.base):
+        print(f"error: base configuration {a.base} not found (Debian's come "
+              "with linux-config-6.12: run 'make deps')", file=sys.stderr)
+        return 2
 
     text = []
-    for f in arch.TINY_CONFIGS:
+    if a.base:
+        text += base_lines(a.base)
+    for f in [] if a.base else arch.TINY_CONFIGS:
         path = os.path.join(a.src, f)
         if os.path.exists(path):
             text += open(path).read().splitlines()
