@@ -22,6 +22,19 @@ def test_rows_have_unique_names_and_a_debian_cross_compiler():
                                               "riscv", "s390", "powerpc"}
 
 
+def test_debians_rows_are_named_only_and_start_from_its_configs():
+    """The full Debian builds take hours: not in a whole run, but named
+    by --rows, and each starts from linux-config-6.12's file."""
+    rows, whole = matrix.pick([], 0, 1)
+    assert whole and not any(r.start for r in rows)
+    for r in matrix.DISTRO_ROWS:
+        one, whole = matrix.pick([r.name], 0, 1)
+        assert not whole and one == [r]
+        assert r.start.startswith("/usr/src/linux-config-6.12/") and \
+            os.path.exists(r.start), r.start
+        assert r.target == "olddefconfig" and r.unwind == "y"
+
+
 def test_randconfig_rows_come_back_from_the_seed_printed():
     rows, whole = matrix.pick([], 3, 20261129)
     again, _ = matrix.pick([], 3, 20261129)

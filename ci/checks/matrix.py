@@ -23,6 +23,7 @@ or setup. A randconfig row is reproduced by --rows randconfig-SEED.
 """
 import argparse
 import datetime
+import lzma
 import os
 import random
 import re
@@ -31,7 +32,7 @@ import subprocess
 import sys
 import time
 
-from ci.build import lock
+from ci.build import configs, lock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -46,10 +47,11 @@ class Row:
     and what CONFIG_UNWIND_USER must be ("y", "n")."""
 
     def __init__(self, name, karch, target, options=None, cross="",
-                 package="", unwind="n", why="", seed=None):
+                 package="", unwind="n", why="", seed=None, start=None):
         self.name, self.karch, self.target = name, karch, target
         self.options, self.cross, self.package = options or {}, cross, package
         self.unwind, self.why, self.seed = unwind, why, seed
+        self.start = start  # a whole .config (.xz) the target starts from
 
 
 ROWS = [
@@ -92,6 +94,18 @@ ROWS = [
 # Not a row: loongarch64, for which neither bookworm nor trixie nor sid
 # packages a cross compiler.
 RANDCONFIGS = 3
+
+# Rows only named with --rows: Debian's own configuration, every module
+# built (thousands; hours on two cores), the series' new options taking
+# their defaults as olddefconfig gives them.
+DISTRO_ROWS = [
+    Row("x86_64-debian", "x86_64", "olddefconfig",
+        start=configs.BASES["debian"]["x86_64"], unwind="y",
+        why="Debian's amd64 configuration, modules and all"),
+    Row("x86_64-debian-rt", "x86_64", "olddefconfig",
+        start=configs.BASES["debian-rt"]["x86_64"], unwind="y",
+        why="Debian's amd64 -rt configuration, modules and all"),
+]
 
 
 def randconfig_row(seed):
@@ -145,6 +159,12 @@ def configure(row, tree, obj, logp, cc_cache):
     if row.seed is not None:
         env["KCONFIG_SEED"] = hex(row.seed)
     base = make_args(row, obj, cc_cache)
+    if row.start:
+        if not os.path.exists(row.start):
+            return [f"{row.start} missing: run 'make deps'"]
+        with lzma.open(row.start, "rt") as src, \
+                open(os.path.join(obj, ".config"), "w") as dst:
+            dst.write(src.read())
     if run(base + [row.target], tree, logp, env) != 0:
         return [f"make {row.target} failed (see {logp})"]
     if row.options:
@@ -353,10 +373,10 @@ def pick(names, randconfigs, seed):
         if m:
             out.append(randconfig_row(int(m.group(1), 0)))
             continue
-        found = [r for r in ROWS if r.name == n]
+        found = [r for r in ROWS + DISTRO_ROWS if r.name == n]
         if not found:
             raise ValueError(f"no row {n}: use one of "
-                             + ", ".join(r.name for r in ROWS)
+                             + ", ".join(r.name for r in ROWS + DISTRO_ROWS)
                              + " or randconfig-SEED")
         out += found
     return out, False
