@@ -37,6 +37,7 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "lib/features.h"
@@ -148,6 +149,7 @@ struct Chains {
 	int inplace_from_leaf = 0, inplace_full = 0;
 	int other_ip = 0;  /* hits whose in-place ip is not the record's */
 	int no_record = 0; /* hits whose cookie has no record */
+	int others = 0;	   /* records of entries other sessions sampled */
 	std::string example, inplace_example, first_bad;
 };
 
@@ -188,8 +190,25 @@ void record(const std::string &helper, const std::vector<std::string> &args,
 		<< path << ": wait status 0x" << std::hex << st;
 	EXPECT_EQ(s.lost(), 0u);
 
+	/*
+	 * Judged are the records that answer this session's own getppid
+	 * samples, matched by cookie as a reader does: a session that
+	 * samples every task (perf record -a of a program beside this one)
+	 * makes the helper write the records of its entries here too.
+	 */
+	std::set<uint64_t> ours;
+	for (const perf::Sample &sm : s.samples(0, &err)) {
+		perf::SplitChain sc = perf::split_callchain(sm.callchain);
+		if (sc.deferred)
+			ours.insert(sc.cookie);
+	}
+	ASSERT_TRUE(err.empty()) << err;
 	std::map<uint64_t, std::vector<uint64_t>> recs;
 	for (const perf::DeferredCallchain &d : s.deferred(0, &err)) {
+		if (!ours.count(d.cookie)) {
+			c->others++;
+			continue;
+		}
 		c->records++;
 		recs[d.cookie] = d.ips;
 		if (d.ips.empty() || !want[0]->contains(d.ips[0]))
@@ -232,10 +251,10 @@ void record(const std::string &helper, const std::vector<std::string> &args,
 	std::string cmd = helper;
 	for (const std::string &a : args)
 		cmd += " " + a;
-	printf("# %s: %d getppid hits, %d deferred records, %d from %s, "
-	       "%d with %s in order; e.g. %s\n",
-	       cmd.c_str(), c->hits,
-	       c->records, c->from_leaf, want_names[0].c_str(), c->full,
+	printf("# %s: %d getppid hits, %d deferred records (and %d of other "
+	       "sessions' samples), %d from %s, %d with %s in order; e.g. %s\n",
+	       cmd.c_str(), c->hits, c->records, c->others,
+	       c->from_leaf, want_names[0].c_str(), c->full,
 	       names.c_str(), c->example.empty() ? c->first_bad.c_str() :
 						   c->example.c_str());
 	if (!c->first_bad.empty())
