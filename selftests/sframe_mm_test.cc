@@ -305,12 +305,7 @@ void run(int nlibs, bool fanotify, LibsRun *r)
 	 * in __libc_start_main). Judged are the records that answer this
 	 * session's own getppid samples, matched by cookie, as a reader does.
 	 */
-	std::set<uint64_t> ours;
-	for (const perf::Sample &sm : s.samples(0, &err)) {
-		perf::SplitChain c = perf::split_callchain(sm.callchain);
-		if (c.deferred)
-			ours.insert(c.cookie);
-	}
+	std::set<uint64_t> ours = s.announced(0, &err);
 	ASSERT_TRUE(err.empty()) << err;
 	for (const perf::DeferredCallchain &d : s.deferred(0, &err)) {
 		if (!ours.count(d.cookie)) {

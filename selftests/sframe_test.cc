@@ -196,12 +196,7 @@ void record(const std::string &helper, const std::vector<std::string> &args,
 	 * samples every task (perf record -a of a program beside this one)
 	 * makes the helper write the records of its entries here too.
 	 */
-	std::set<uint64_t> ours;
-	for (const perf::Sample &sm : s.samples(0, &err)) {
-		perf::SplitChain sc = perf::split_callchain(sm.callchain);
-		if (sc.deferred)
-			ours.insert(sc.cookie);
-	}
+	std::set<uint64_t> ours = s.announced(0, &err);
 	ASSERT_TRUE(err.empty()) << err;
 	std::map<uint64_t, std::vector<uint64_t>> recs;
 	for (const perf::DeferredCallchain &d : s.deferred(0, &err)) {

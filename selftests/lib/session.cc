@@ -271,6 +271,17 @@ std::vector<perf::Sample> Session::samples(size_t i, std::string *err) const
 	return out;
 }
 
+std::set<uint64_t> Session::announced(size_t i, std::string *err) const
+{
+	std::set<uint64_t> out;
+	for (const perf::Sample &sm : samples(i, err)) {
+		perf::SplitChain c = perf::split_callchain(sm.callchain);
+		if (c.deferred)
+			out.insert(c.cookie);
+	}
+	return out;
+}
+
 std::vector<perf::DeferredCallchain> Session::deferred(size_t i,
 						       std::string *err) const
 {

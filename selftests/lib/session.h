@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -128,6 +129,12 @@ public:
 
 	/* Every sample / deferred record of buffer i, parsed. */
 	std::vector<perf::Sample> samples(size_t i, std::string *err) const;
+	/*
+	 * The cookies buffer i's deferred samples announced: the records a
+	 * reader matches to them. A session that samples every task makes
+	 * the tasks write other records into this session too.
+	 */
+	std::set<uint64_t> announced(size_t i, std::string *err) const;
 	std::vector<perf::DeferredCallchain> deferred(size_t i,
 						      std::string *err) const;
 	/* The PERF_RECORD_COMM of exec in buffer i (an event with track). */
