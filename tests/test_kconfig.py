@@ -97,7 +97,9 @@ def test_the_table_names_only_fragments_that_exist_for_every_arch():
                 continue
             frags = configs.fragments(config, name)
             paths = [f for f in frags if not f.startswith("--")]
-            assert all(os.path.exists(os.path.join(root, f)) for f in paths), \
+            # A fetched base exists once kconfig.py fetched it
+            assert all(os.path.exists(os.path.join(root, f))
+                       or configs.fetch_base(f) for f in paths), \
                 (name, config, paths)
             common = [arch.load(name).GUEST_CONFIG,
                       "ci/guest/config/kunit-at-boot.config"]
@@ -105,7 +107,9 @@ def test_the_table_names_only_fragments_that_exist_for_every_arch():
                 # Debian's configuration (make deps) instead of guest.config
                 assert frags[0] == "--base" and paths[0] == \
                     configs.BASES[config][name], frags
-                assert paths[0].startswith(configs.DEBIAN_CONFIGS)
+                assert paths[0].startswith(configs.DEBIAN_CONFIGS) or \
+                    configs.fetch_base(paths[0])[4:6] == ["trixie", "build/"
+                                                          "debcfg/trixie-arm64"]
             else:
                 assert paths[0] == "ci/guest/config/guest.config"
             assert paths[1:3] == common
@@ -146,13 +150,38 @@ def test_a_missing_base_says_to_run_make_deps(tmp_path, capsys):
     assert "run 'make deps'" in capsys.readouterr().err
 
 
+def test_a_fetched_base_is_fetched_and_a_failed_fetch_named(
+        tmp_path, capsys, monkeypatch):
+    """arm64's Debian configurations are not the machine's: kconfig.py
+    fetches the package at first use and names the command that failed."""
+    from ci.build import configs, kconfig
+    assert configs.fetch_base(configs.BASES["debian"]["arm64"]) == [
+        "bash", "ci/build/fetch-deb.sh", "--arch", "arm64", "trixie",
+        "build/debcfg/trixie-arm64", "linux-config-6.12"]
+    assert configs.fetch_base(configs.BASES["debian"]["x86_64"]) is None
+    frag = tmp_path / "f.config"
+    frag.write_text("CONFIG_KUNIT=y\n")
+    args = ["--src", str(tmp_path), "--out", str(tmp_path / "o"), "--arch",
+            "arm64", "--base", str(tmp_path / "nope.xz"), str(frag)]
+    monkeypatch.setattr(configs, "fetch_base", lambda path: ["false"])
+    assert kconfig.main(args) == 2
+    assert "fetching " + str(tmp_path / "nope.xz") + " failed: false" in \
+        capsys.readouterr().err
+    fetched = []
+    monkeypatch.setattr(configs, "fetch_base",
+                        lambda path: fetched.append(path) or ["true"])
+    assert kconfig.main(args) == 2
+    assert fetched == [str(tmp_path / "nope.xz")]
+    assert "not found" in capsys.readouterr().err
+
+
 def test_the_table_refuses_an_unknown_config_with_exit_2(capsys):
     from ci.build import configs
     assert configs.main(["make", "x86_64", "fast"]) == 2
     err = capsys.readouterr().err
     assert "CONFIG=fast: use CONFIG=normal, CONFIG=debug" in err, err
-    assert configs.main(["make", "arm64", "debian"]) == 2
-    assert "CONFIG=debian: only for ARCH=x86_64" in capsys.readouterr().err
+    assert configs.main(["make", "arm64", "debian"]) == 0
+    assert "ARCH_NAME := arm64" in capsys.readouterr().out
     assert configs.main(["make", "x86_64", "debug"]) == 0
     out = capsys.readouterr().out
     assert "CONFIG_VM_TIMEOUT := 1500" in out and "ARCH_NAME := x86_64" in out

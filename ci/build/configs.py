@@ -45,9 +45,9 @@ CONFIGS = {
     # Debian's own configuration of the tree instead of tinyconfig and
     # guest.config (BASES): its built-in part, modules off.
     "debian": (["debian-guest.config", "{series}"], 900,
-               "Debian's amd64 configuration, built-in part, + the series"),
+               "Debian's own configuration, built-in part, + the series"),
     "debian-rt": (["debian-guest.config", "{series}"], 900,
-                  "Debian's amd64 -rt configuration, built-in part, + the "
+                  "Debian's own -rt configuration, built-in part, + the "
                   "series"),
 }
 
@@ -55,11 +55,29 @@ CONFIGS = {
 # tinyconfig and guest.config: Debian's, from linux-config-6.12 (make deps),
 # the same version as linux-source-6.12. arm64's are in that package's
 # arm64 build, which an amd64 host does not install.
+# amd64's come with the machine's linux-config-6.12 (make deps); arm64's
+# with the same package of Debian 13 for arm64, fetched by kconfig.py into
+# build/ when first needed (ci/build/fetch-deb.sh: never installed).
 DEBIAN_CONFIGS = "/usr/src/linux-config-6.12"
+FETCHED = {"arm64": ("trixie", "linux-config-6.12",
+                     "build/debcfg/trixie-arm64")}
+ARM64_CONFIGS = f"{FETCHED['arm64'][2]}{DEBIAN_CONFIGS}"
 BASES = {
-    "debian": {"x86_64": f"{DEBIAN_CONFIGS}/config.amd64_none_amd64.xz"},
-    "debian-rt": {"x86_64": f"{DEBIAN_CONFIGS}/config.amd64_rt_amd64.xz"},
+    "debian": {"x86_64": f"{DEBIAN_CONFIGS}/config.amd64_none_amd64.xz",
+               "arm64": f"{ARM64_CONFIGS}/config.arm64_none_arm64.xz"},
+    "debian-rt": {"x86_64": f"{DEBIAN_CONFIGS}/config.amd64_rt_amd64.xz",
+                  "arm64": f"{ARM64_CONFIGS}/config.arm64_rt_arm64.xz"},
 }
+
+
+def fetch_base(path):
+    """Fetch the package holding PATH, one of BASES' fetched files: the
+    fetch-deb.sh command line, or None for a file make deps installs."""
+    for debarch, (suite, package, dest) in FETCHED.items():
+        if path.startswith(dest + "/"):
+            return ["bash", "ci/build/fetch-deb.sh", "--arch", debarch,
+                    suite, dest, package]
+    return None
 
 
 def check(config):
