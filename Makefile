@@ -106,7 +106,7 @@ export EXPECT_FEATURE
 
 .PHONY: help deps tree apply export kernel toolchains selftests perf perf-asan perf-upstream perf-python initramfs vmtest test-perf \
 	upstream-tree vmtest-upstream \
-	verdict vmtest-debug stress stress-kcsan stress-run test checkpatch apply-fresh bisect-build check \
+	verdict vmtest-debug stress stress-kcsan stress-rt stress-run test checkpatch apply-fresh bisect-build check \
 	kunit clean kernel-doc sparse submit-check send bench mutate golden fuzz matrix
 
 help: ## list the targets
@@ -181,8 +181,13 @@ stress: ## fuzz and lifecycle storms on the debug kernel + kmemleak, STRESS_S se
 stress-kcsan: ## make stress on a KCSAN kernel (data races) + kmemleak, in build/out/<tree>/stress-kcsan
 	@$(MAKE) --no-print-directory stress-run CONFIG=kcsan
 
+stress-rt: ## make stress on PREEMPT_RT (the stress kernel + PREEMPT_RT), in build/out/<tree>/stress-rt
+	@$(MAKE) --no-print-directory stress-run CONFIG=stress-rt
+
+# The results of CONFIG=stress in stress/, of kcsan in stress-kcsan/, of
+# stress-rt in stress-rt/.
 stress-run: kernel initramfs
-	@STRESS_ARGS="$(STRESS_ARGS)" bash ci/judge/stress.sh "$(KOBJ)" "$(INITRD)" "$(OUT)/stress$(ASFX)$(if $(filter kcsan,$(CONFIG)),-kcsan)" "$(SMP)" "$(STRESS_S)"
+	@STRESS_ARGS="$(STRESS_ARGS)" bash ci/judge/stress.sh "$(KOBJ)" "$(INITRD)" "$(OUT)/stress$(ASFX)$(if $(filter-out stress,$(CONFIG)),-$(CONFIG:stress-%=%))" "$(SMP)" "$(STRESS_S)"
 
 vmtest-debug: ## make vmtest on the debug kernel (KASAN, lockdep, atomic sleep)
 	@$(MAKE) --no-print-directory vmtest CONFIG=debug

@@ -32,6 +32,9 @@ CONFIGS = {
               "+ KASAN, lockdep, atomic-sleep checks"),
     "stress": (["{series}", "debug-checks.config", "stress.config"], 600,
                "debug + kmemleak, for make stress"),
+    "stress-rt": (["{series}", "debug-checks.config", "stress.config",
+                   "rt.config"], 600, "stress on PREEMPT_RT, for make "
+                  "stress-rt"),
     "kcsan": (["{series}", "kcsan.config", "stress.config"], 600,
               "KCSAN + kmemleak, for make stress-kcsan"),
     # The real-time kernel (Debian 13's -rt flavours), and with the debug
