@@ -26,7 +26,8 @@ def test_debians_rows_are_named_only_and_start_from_its_configs():
     """The full Debian builds take hours: not in a whole run, but named
     by --rows, and each starts from linux-config-6.12's file."""
     rows, whole = matrix.pick([], 0, 1)
-    assert whole and not any(r.start for r in rows)
+    assert whole and not any(r.start for r in rows
+                             if not isinstance(r, matrix.GuestRow))
     for r in matrix.DISTRO_ROWS:
         one, whole = matrix.pick([r.name], 0, 1)
         assert not whole and one == [r]
@@ -38,10 +39,11 @@ def test_debians_rows_are_named_only_and_start_from_its_configs():
 def test_randconfig_rows_come_back_from_the_seed_printed():
     rows, whole = matrix.pick([], 3, 20261129)
     again, _ = matrix.pick([], 3, 20261129)
-    rand = [r for r in rows if r.target == "randconfig"]
+    rand = [r for r in rows if getattr(r, "seed", None) is not None]
     assert whole and len(rand) == 3
     assert [r.name for r in rand] == [r.name for r in again
-                                      if r.target == "randconfig"]
+                                      if getattr(r, "seed", None)
+                                      is not None]
     one, whole = matrix.pick([rand[1].name], 3, 1)
     assert not whole and one[0].seed == rand[1].seed
     with pytest.raises(ValueError, match="no row x86_64-fastconfig"):
@@ -125,3 +127,69 @@ def test_a_row_fails_on_the_warnings_its_files_add_to_the_base_s(
     assert r["new"] == ["a.c: warning: new in a", "b.c: warning: new file"]
     assert r["problems"] == ["2 new W=1 warning(s)"], r["problems"]
     assert not os.path.exists(tmp_path / "out" / "fake-defconfig" / "series")
+
+
+def test_guest_rows_are_in_a_whole_run_and_name_configs_of_the_table():
+    """RT and Debian's configurations are booted, on both architectures,
+    and each row is make vmtest of a CONFIG= the table has."""
+    from ci.build import configs
+    rows, whole = matrix.pick([], 0, 1)
+    guests = [r for r in rows if isinstance(r, matrix.GuestRow)]
+    assert whole and guests == matrix.GUEST_ROWS
+    have = {(r.karch, r.config) for r in guests}
+    for arch in ("x86_64", "arm64"):
+        assert {(arch, "rt"), (arch, "rt-debug"), (arch, "debian")} <= have
+    for r in guests:
+        configs.make_vars(r.karch, r.config)  # raises for an unknown pair
+        assert matrix.pick([r.name], 0, 1) == ([r], False)
+
+
+def fake_vmtest(tmp_path, junit, rc):
+    """A run() that plays make vmtest: a run directory with the saved
+    golden run's files, the log line naming it, exit RC."""
+    rundir = tmp_path / "vmtest-x"
+    rundir.mkdir()
+    src = os.path.join(os.path.dirname(__file__), "data", "series", "normal")
+    for f in ("kernel.config", "run.json"):
+        (rundir / f).write_text(open(os.path.join(src, f)).read())
+    (rundir / "junit.xml").write_text(junit)
+
+    def run(args, cwd, log_path, env=None):
+        assert args[:3] == ["make", "--no-print-directory", "vmtest"]
+        with open(log_path, "a") as f:
+            f.write(f"==> logs: {rundir}/{{console,results}}.log, JUnit: "
+                    f"{rundir}/junit.xml\n")
+        return rc
+    return run
+
+
+def test_a_guest_row_shows_what_its_run_did(tmp_path, monkeypatch):
+    monkeypatch.setattr(matrix, "OUT", str(tmp_path / "out"))
+    # The head of a real run's junit.xml (make vmtest CONFIG=rt)
+    junit = ('<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite '
+             'name="vmtest" errors="0" failures="0" skipped="5" tests="209" '
+             'time="0.152" timestamp="2026-11-29T06:57:57.818671" '
+             'hostname="vm"><testcase classname="test_guest" name="test_gues'
+             't[run/guest_finished]" time="0.001" /></testsuite>'
+             '</testsuites>')
+    monkeypatch.setattr(matrix, "run", fake_vmtest(tmp_path, junit, 0))
+    row = matrix.GuestRow("x86_64", "rt")
+    r = matrix.run_guest_row(row, "/some/tree")
+    want = "204 passed, 0 failed, 5 skipped"
+    assert (r["built"], r["booted"], r["suite"], r["unwind"],
+            r["problems"]) == ("yes", "yes", want, "y", [])
+    line = matrix.table([r])[2]
+    assert line.startswith("| x86_64-rt-guest | x86_64 | yes | - | - | y (y)"
+                           f" | yes | {want} |"), line
+
+
+def test_a_guest_row_that_fails_is_a_problem(tmp_path, monkeypatch):
+    monkeypatch.setattr(matrix, "OUT", str(tmp_path / "out"))
+    junit = ('<?xml version="1.0"?><testsuites><testsuite name="vmtest" '
+             'errors="0" failures="2" skipped="1" tests="10"></testsuite>'
+             '</testsuites>')
+    monkeypatch.setattr(matrix, "run", fake_vmtest(tmp_path, junit, 1))
+    r = matrix.run_guest_row(matrix.GuestRow("arm64", "debian"), "/t")
+    assert r["suite"] == "7 passed, 2 failed, 1 skipped"
+    assert len(r["problems"]) == 1 and "make vmtest failed" in \
+        r["problems"][0]

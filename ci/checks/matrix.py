@@ -11,18 +11,23 @@ row's options, each verified), builds it whole (make all, with the row's
 Debian cross compiler) and then compares warnings at W=1 in the C files
 the series adds or changes: those files are compiled again at W=1 in the
 series' tree and, where they exist, in the base's (a worktree of TREE's
-vmtest-base tag given the series' .config, trimmed by olddefconfig), and a warning the base does not
-have, compared without line numbers, fails the row. The row also says
-whether CONFIG_UNWIND_USER ended up as the row expects: on where the
-architecture provides the pieces, off where it does not.
+vmtest-base tag given the series' .config, trimmed by olddefconfig),
+and a warning the base does not have, compared without line numbers,
+fails the row. The row also says whether CONFIG_UNWIND_USER ended up as
+the row expects: on where the architecture provides the pieces, off where
+it does not. The guest rows (GUEST_ROWS: PREEMPT_RT, Debian's own
+configurations) are make vmtest of a CONFIG= on an ARCH=: built, booted,
+the whole suite run and judged.
 
-Prints the table (built, new W=1 warnings, UNWIND_USER, time) and writes
+Prints the table (built, new W=1 warnings, UNWIND_USER, booted, suite,
+time) and writes
 it to build/out/matrix/table.md; with every row (no --rows), also to
 --doc (doc/matrix.md). Exit: 0 every row passed, 1 a row failed, 2 usage
 or setup. A randconfig row is reproduced by --rows randconfig-SEED.
 """
 import argparse
 import datetime
+import json
 import lzma
 import os
 import random
@@ -108,6 +113,28 @@ DISTRO_ROWS = [
 ]
 
 
+class GuestRow:
+    """A guest kernel of the harness (ci/build/configs.py's CONFIG= on an
+    ARCH=) built and booted by make vmtest, the whole suite run in it."""
+
+    def __init__(self, arch, config, why=""):
+        self.name, self.karch, self.config = f"{arch}-{config}-guest", \
+            arch, config
+        self.why = why
+
+
+GUEST_ROWS = [
+    GuestRow("x86_64", "rt", "PREEMPT_RT, as Debian 13's -rt flavours"),
+    GuestRow("x86_64", "rt-debug", "PREEMPT_RT with lockdep and KASAN"),
+    GuestRow("arm64", "rt", "PREEMPT_RT on arm64"),
+    GuestRow("arm64", "rt-debug", "PREEMPT_RT on arm64, lockdep and KASAN"),
+    GuestRow("x86_64", "debian", "Debian's amd64 configuration, built-in"),
+    GuestRow("x86_64", "debian-rt", "Debian's amd64 -rt configuration, "
+             "built-in"),
+    GuestRow("arm64", "debian", "Debian 13's arm64 configuration, built-in"),
+]
+
+
 def randconfig_row(seed):
     return Row(f"randconfig-{seed:#x}", "x86_64", "randconfig", seed=seed,
                unwind="any", why="KCONFIG_SEED printed in the name")
@@ -138,9 +165,11 @@ def run(args, cwd, log_path, env=None):
                               env=env).returncode
 
 
-def read_config(obj):
+def read_config(obj, name=".config"):
+    """The options of OBJ's config file NAME: CONFIG_X -> value, "n" for
+    those said not set."""
     out = {}
-    path = os.path.join(obj, ".config")
+    path = os.path.join(obj, name)
     for line in open(path, errors="replace"):
         m = re.match(r"^(CONFIG_\w+)=(.*)$", line)
         if m:
@@ -348,15 +377,71 @@ def run_row(row, tree, base, sources, cc_cache, keep=False):
     return res
 
 
+LOGS = re.compile(r"^==> logs: (\S+)/\{console,results\}\.log", re.M)
+
+
+def suite_result(junit):
+    """'N passed, M failed, K skipped' of a vmtest junit.xml."""
+    text = open(junit, errors="replace").read()
+    m = re.search(r'<testsuite [^>]*?errors="(\d+)" failures="(\d+)" '
+                  r'skipped="(\d+)" tests="(\d+)"', text)
+    if not m:
+        return None
+    errors, failures, skipped, tests = map(int, m.groups())
+    failed = errors + failures
+    return f"{tests - failed - skipped} passed, {failed} failed, " \
+        f"{skipped} skipped"
+
+
+def run_guest_row(row, tree):
+    """make vmtest of ROW's CONFIG= and ARCH= on TREE (its kernel built
+    incrementally, through ccache); a dict of what the table shows."""
+    t0 = time.monotonic()
+    d = os.path.join(OUT, row.name)
+    os.makedirs(d, exist_ok=True)
+    logp = os.path.join(d, "vmtest.log")
+    open(logp, "w").close()
+    args = ["make", "--no-print-directory", "vmtest", f"ARCH={row.karch}",
+            f"CONFIG={row.config}"]
+    if tree != os.path.realpath(os.path.join(BUILD, "linux")):
+        args.append(f"KERNEL={tree}")
+    rc = run(args, ROOT, logp)
+    res = {"row": row, "built": "no", "booted": "no", "suite": "-",
+           "new": [], "unwind": "?", "problems": []}
+    m = LOGS.search(open(logp, errors="replace").read())
+    rundir = m.group(1) if m else None
+    if rundir and os.path.exists(os.path.join(rundir, "kernel.config")):
+        res["built"] = "yes"
+        res["unwind"] = read_config(rundir, "kernel.config").get(
+            "CONFIG_UNWIND_USER", "n")
+    if rundir and os.path.exists(os.path.join(rundir, "run.json")):
+        with open(os.path.join(rundir, "run.json")) as f:
+            if json.load(f).get("boot_seconds") is not None:
+                res["booted"] = "yes"
+    junit = os.path.join(rundir, "junit.xml") if rundir else ""
+    if junit and os.path.exists(junit):
+        res["suite"] = suite_result(junit) or "-"
+    if rc != 0:
+        res["problems"].append(f"make vmtest failed (see {logp})")
+    if res["unwind"] != "y":
+        res["problems"].append(f"CONFIG_UNWIND_USER={res['unwind']}, "
+                               "expected y")
+    res["seconds"] = time.monotonic() - t0
+    return res
+
+
 def table(results):
     lines = ["| row | ARCH | built | files at W=1 | new W=1 warnings | "
-             "UNWIND_USER (expected) | time |", "|---|---|---|---|---|---|---|"]
+             "UNWIND_USER (expected) | booted | suite | time |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         row = r["row"]
         lines.append(
             f"| {row.name} | {row.karch} | {r['built']} | "
-            f"{r.get('w1_files', '-')} | {len(r['new'])} | {r['unwind']} "
-            f"({row.unwind}) | {r['seconds'] / 60:.1f} min |")
+            f"{r.get('w1_files', '-')} | "
+            f"{len(r['new']) if 'w1_files' in r else '-'} | {r['unwind']} "
+            f"({getattr(row, 'unwind', 'y')}) | {r.get('booted', '-')} | "
+            f"{r.get('suite', '-')} | {r['seconds'] / 60:.1f} min |")
     return lines
 
 
@@ -365,18 +450,20 @@ def pick(names, randconfigs, seed):
     rng = random.Random(seed)
     rows += [randconfig_row(rng.randrange(1 << 32))
              for _ in range(randconfigs)]
+    rows += GUEST_ROWS
     if not names:
         return rows, True
     out = []
+    named = ROWS + DISTRO_ROWS + GUEST_ROWS
     for n in names:
         m = re.fullmatch(r"randconfig-(0x[0-9a-f]+|\d+)", n)
         if m:
             out.append(randconfig_row(int(m.group(1), 0)))
             continue
-        found = [r for r in ROWS + DISTRO_ROWS if r.name == n]
+        found = [r for r in named if r.name == n]
         if not found:
             raise ValueError(f"no row {n}: use one of "
-                             + ", ".join(r.name for r in ROWS + DISTRO_ROWS)
+                             + ", ".join(r.name for r in named)
                              + " or randconfig-SEED")
         out += found
     return out, False
@@ -422,16 +509,23 @@ def main(argv=None):
     base = base_tree(tree)
     results = []
     for row in rows:
-        log(f"{row.name}: {row.target} {row.options or ''} "
-            f"ARCH={row.karch}{' ' + row.why if row.why else ''}")
-        r = run_row(row, tree, base, sources, cc_cache, a.keep_objects)
+        what = f"make vmtest CONFIG={row.config}" \
+            if isinstance(row, GuestRow) else \
+            f"{row.target} {row.options or ''}"
+        log(f"{row.name}: {what} ARCH={row.karch}"
+            f"{' ' + row.why if row.why else ''}")
+        if isinstance(row, GuestRow):
+            r = run_guest_row(row, tree)
+        else:
+            r = run_row(row, tree, base, sources, cc_cache, a.keep_objects)
         results.append(r)
         for p in r["problems"]:
             print(f"FAIL: {row.name}: {p}", file=sys.stderr)
         for w in r["new"]:
             print(f"    {w}", file=sys.stderr)
         log(f"{row.name}: built {r['built']}, {len(r['new'])} new W=1 "
-            f"warnings, UNWIND_USER={r['unwind']}, "
+            f"warnings, UNWIND_USER={r['unwind']}, booted "
+            f"{r.get('booted', '-')}, suite {r.get('suite', '-')}, "
             f"{r['seconds']:.0f} s")
     lines = table(results)
     print("\n".join(lines))
