@@ -193,3 +193,36 @@ def test_a_guest_row_that_fails_is_a_problem(tmp_path, monkeypatch):
     assert r["suite"] == "7 passed, 2 failed, 1 skipped"
     assert len(r["problems"]) == 1 and "make vmtest failed" in \
         r["problems"][0]
+
+
+def test_a_rows_result_is_used_again_only_for_the_same_tree_and_row(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(matrix, "OUT", str(tmp_path / "out"))
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c",
+           "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(tree)], check=True)
+    (tree / "f").write_text("1\n")
+    subprocess.run(git + ["add", "f"], check=True)
+    subprocess.run(git + ["commit", "-qm", "1"], check=True)
+    row = matrix.ROWS[0]
+    key = matrix.row_key(row, str(tree))
+    res = {"row": row, "built": "yes", "new": [], "unwind": "n",
+           "problems": [], "seconds": 60.0, "date": "2026-11-29T12:00"}
+    matrix.save(row, key, res)
+    again = matrix.cached(row, matrix.row_key(row, str(tree)))
+    assert again["built"] == "yes" and again["row"] is row and \
+        again["cached"] == "2026-11-29T12:00"
+    assert matrix.cached(matrix.ROWS[1], matrix.row_key(matrix.ROWS[1],
+                                                        str(tree))) is None
+    # Uncommitted changes: nothing to name the result by
+    (tree / "f").write_text("2\n")
+    assert matrix.row_key(row, str(tree)) is None
+    assert matrix.cached(row, None) is None
+    subprocess.run(git + ["commit", "-qam", "2"], check=True)
+    assert matrix.cached(row, matrix.row_key(row, str(tree))) is None
+    # A guest row's result depends on the harness's commit too
+    g = matrix.GuestRow("x86_64", "rt")
+    gkey = matrix.row_key(g, str(tree))
+    assert gkey is None or gkey["harness"]

@@ -4,6 +4,7 @@ kernel build bot tries.
 
 usage: python3 -m ci.checks.matrix --src TREE [--rows NAME,...]
            [--randconfigs N] [--seed S] [--doc FILE] [--keep-objects]
+           [--fresh]
 
 Each row configures the tree (the series applied, TREE's HEAD) as the
 row says (a config target, for randconfig with the seed printed, then the
@@ -18,6 +19,11 @@ the row expects: on where the architecture provides the pieces, off where
 it does not. The guest rows (GUEST_ROWS: PREEMPT_RT, Debian's own
 configurations) are make vmtest of a CONFIG= on an ARCH=: built, booted,
 the whole suite run and judged.
+
+A row's result is kept (build/out/matrix/ROW/result.json) with what it
+depends on: the tree's commit, the row, for a guest row the harness's
+commit. A later run with the same uses it and says so (--fresh: not),
+so rows run one by one (--rows) make the whole table at the end.
 
 Prints the table (built, new W=1 warnings, UNWIND_USER, booted, suite,
 time) and writes
@@ -430,6 +436,55 @@ def run_guest_row(row, tree):
     return res
 
 
+def git_head(path, dirty_ok=True):
+    """PATH's commit, None when its tracked files differ from it and
+    DIRTY_OK is false."""
+    head = subprocess.run(["git", "-C", path, "rev-parse", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    if not dirty_ok and subprocess.run(
+            ["git", "-C", path, "diff", "--quiet", "HEAD"]).returncode != 0:
+        return None
+    return head or None
+
+
+def row_key(row, tree):
+    """What ROW's result depends on: the tree's commit and the row, and
+    for a guest row the harness's commit too (its selftests and judges);
+    None when either has uncommitted changes (nothing to name it by)."""
+    tree_head = git_head(tree, dirty_ok=False)
+    if not tree_head:
+        return None
+    key = {"tree": tree_head, "row": {k: v for k, v in vars(row).items()
+                                      if k != "why"}}
+    if isinstance(row, GuestRow):
+        key["harness"] = git_head(ROOT, dirty_ok=False)
+        if not key["harness"]:
+            return None
+    return key
+
+
+def cached(row, key):
+    """ROW's result of an earlier run with the same KEY, or None."""
+    path = os.path.join(OUT, row.name, "result.json")
+    if key is None or not os.path.exists(path):
+        return None
+    with open(path) as f:
+        saved = json.load(f)
+    if saved.get("key") != key:
+        return None
+    return dict(saved["result"], row=row, cached=saved["date"])
+
+
+def save(row, key, res):
+    if key is None:
+        return
+    os.makedirs(os.path.join(OUT, row.name), exist_ok=True)
+    with open(os.path.join(OUT, row.name, "result.json"), "w") as f:
+        json.dump({"key": key, "date": res["date"],
+                   "result": {k: v for k, v in res.items() if k != "row"}},
+                  f, indent=1)
+
+
 def table(results):
     lines = ["| row | ARCH | built | files at W=1 | new W=1 warnings | "
              "UNWIND_USER (expected) | booted | suite | time |",
@@ -477,6 +532,9 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=None,
                     help="picks the randconfig seeds (default: the date)")
     ap.add_argument("--doc", default=os.path.join(ROOT, "doc", "matrix.md"))
+    ap.add_argument("--fresh", action="store_true",
+                    help="run every row again, even one whose tree, row "
+                    "and harness are those of its saved result")
     ap.add_argument("--keep-objects", action="store_true",
                     help="keep each row's object directories (gigabytes)")
     a = ap.parse_args(argv)
@@ -514,10 +572,18 @@ def main(argv=None):
             f"{row.target} {row.options or ''}"
         log(f"{row.name}: {what} ARCH={row.karch}"
             f"{' ' + row.why if row.why else ''}")
-        if isinstance(row, GuestRow):
+        key = row_key(row, tree)
+        r = None if a.fresh else cached(row, key)
+        if r:
+            log(f"{row.name}: the result of {r['cached']}, same tree and "
+                "row (--fresh runs it again)")
+        elif isinstance(row, GuestRow):
             r = run_guest_row(row, tree)
         else:
             r = run_row(row, tree, base, sources, cc_cache, a.keep_objects)
+        if not r.get("cached"):
+            r["date"] = datetime.datetime.now().isoformat(timespec="minutes")
+            save(row, key, r)
         results.append(r)
         for p in r["problems"]:
             print(f"FAIL: {row.name}: {p}", file=sys.stderr)
@@ -537,7 +603,8 @@ def main(argv=None):
                                "--format=%h %s"], capture_output=True,
                               text=True).stdout.strip()
         with open(a.doc, "w") as f:
-            f.write(DOC.format(date=datetime.date.today().isoformat(),
+            dates = sorted(r["date"] for r in results)
+            f.write(DOC.format(date=f"{dates[0]} to {dates[-1]}",
                                head=head, cpus=os.cpu_count(),
                                table="\n".join(lines),
                                minutes=sum(r["seconds"] for r in results)
@@ -551,7 +618,8 @@ The series in the configurations and architectures a kernel build bot
 tries (`ci/checks/matrix.py`: what each row is and why). Written by `make
 matrix`; do not edit by hand.
 
-Run of {date} on {cpus} CPUs, tree at {head}; {minutes:.0f} min in all.
+Rows run {date} (each row's own time below) on {cpus} CPUs, tree at
+{head}; {minutes:.0f} min in all.
 
 {table}
 """
