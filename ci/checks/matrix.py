@@ -22,7 +22,7 @@ the whole suite run and judged.
 
 A row's result is kept (build/out/matrix/ROW/result.json) with what it
 depends on: the tree's commit, the row, for a guest row the harness's
-commit. A later run with the same uses it and says so (--fresh: not),
+selftests, guest, judges and builds (GUEST_PARTS). A later run with the same uses it and says so (--fresh: not),
 so rows run one by one (--rows) make the whole table at the end.
 
 Prints the table (built, new W=1 warnings, UNWIND_USER, booted, suite,
@@ -449,18 +449,34 @@ def git_head(path, dirty_ok=True):
 
 def row_key(row, tree):
     """What ROW's result depends on: the tree's commit and the row, and
-    for a guest row the harness's commit too (its selftests and judges);
-    None when either has uncommitted changes (nothing to name it by)."""
+    for a guest row the harness's parts it runs (GUEST_PARTS); None when
+    either has uncommitted changes (nothing to name it by)."""
     tree_head = git_head(tree, dirty_ok=False)
     if not tree_head:
         return None
     key = {"tree": tree_head, "row": {k: v for k, v in vars(row).items()
                                       if k != "why"}}
     if isinstance(row, GuestRow):
-        key["harness"] = git_head(ROOT, dirty_ok=False)
+        key["harness"] = harness_trees()
         if not key["harness"]:
             return None
     return key
+
+
+# What a guest row runs and judges: the selftests, the guest, its judges
+# and kernel builds (a change to docs or to the other checks keeps rows).
+GUEST_PARTS = ["selftests", "ci/guest", "ci/judge", "ci/build"]
+
+
+def harness_trees():
+    """The git trees of GUEST_PARTS at ROOT's HEAD, None when one has
+    uncommitted changes."""
+    if subprocess.run(["git", "-C", ROOT, "diff", "--quiet", "HEAD", "--",
+                       *GUEST_PARTS]).returncode != 0:
+        return None
+    out = subprocess.run(["git", "-C", ROOT, "rev-parse", *(
+        f"HEAD:{p}" for p in GUEST_PARTS)], capture_output=True, text=True)
+    return out.stdout.split() if out.returncode == 0 else None
 
 
 def cached(row, key):
