@@ -24,7 +24,7 @@ namespace known_chain {
 struct Image {
 	std::vector<syms::Symbol> symbols;
 	std::vector<syms::Symbol> stack; /* cs_leaf, cs_middle, cs_outer, main */
-	uint64_t lo = 0, hi = 0;	 /* from its first function to its last */
+	uint64_t lo = 0, hi = 0;	 /* its executable segment */
 	/*
 	 * An i386 build: its libc enters the kernel through the vDSO
 	 * (__kernel_vsyscall), so a chain's leaf may be there.
@@ -32,6 +32,9 @@ struct Image {
 	bool compat = false;
 	/* False, with err set, when path lacks symbols or a known function. */
 	bool load(const std::string &path, std::string *err);
+	/* lo and hi from path's first executable PT_LOAD */
+	template <typename Ehdr, typename Phdr>
+	bool exec_segment(const std::string &path);
 	bool holds(uint64_t ip) const { return ip >= lo && ip < hi; }
 	/* ips may be a chain of this image's: its leaf is here (or vDSO) */
 	bool leaf_ok(const std::vector<uint64_t> &ips) const
