@@ -22,6 +22,10 @@ It only watches the console as it streams, and stops the
 guest --stuck-grace seconds after the first soft lockup, hung task or RCU
 stall (ci/console.py's STUCK): such a guest never finishes by itself
 and fails on that report anyway, so waiting for --timeout wastes minutes.
+Under TCG, a boot whose first splat is QEMU's own fault (ci/console.py
+emulator_fault: an int3 of patched kernel text that no longer has it)
+boots once more; the first boot's logs stay as *.emulator-fault.log and
+run.json's emulator_fault says what it was.
 """
 import argparse
 import ctypes
@@ -34,7 +38,7 @@ import sys
 import threading
 import time
 
-from ci.console import Watch
+from ci.console import Watch, emulator_fault
 from ci.guest import accel
 from ci.guest import arch as guest_arch
 
@@ -149,6 +153,53 @@ def command(a, qemu, accel_args, arch):
     return cmd + ["-append", append]
 
 
+def read(out, name):
+    with open(os.path.join(out, name), errors="replace") as fh:
+        return fh.read()
+
+
+def boot_once(a, cmd, arch, slow):
+    """Boot the guest with CMD and watch it to its end (exit, host
+    timeout, or --stuck-grace after a stuck report); run.json's fields of
+    that boot."""
+    results = os.path.join(a.out, "results.log")
+    t0 = time.monotonic()
+    boot = None
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=die_with_parent)
+    throttle = Throttle(proc, slow) if slow is not None else None
+    timed_out, stopped = False, None
+    console = Tail(os.path.join(a.out, "console.log"))
+    watch = Watch(a.stuck_grace)
+    try:
+        if throttle:
+            throttle.start()
+        while proc.poll() is None:
+            now = time.monotonic()
+            if boot is None and os.path.getsize(results) > 0:
+                boot = now - t0
+            for line in console.lines():
+                watch.feed(line, now)
+            if watch.due(now):
+                stopped = watch.stuck
+                break
+            if now - t0 > a.timeout:
+                timed_out = True
+                break
+            time.sleep(0.1)
+    finally:
+        if throttle:
+            throttle.stop()  # a stopped QEMU would not act on SIGTERM
+        if proc.poll() is None:
+            stop(proc)
+    qemu_out = proc.communicate()[0].decode(errors="replace")
+    return dict(boot_seconds=round(boot, 2) if boot is not None else None,
+                total_seconds=round(time.monotonic() - t0, 2),
+                qemu_exit=proc.returncode, timed_out=timed_out,
+                stopped=stopped, qemu_output=qemu_out[-2000:])
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kernel", required=True)
@@ -233,54 +284,34 @@ def main(argv=None):
            "timeout": a.timeout, "filter": a.filter, "jobs": a.jobs,
            "bench": a.bench, "stress": a.stress, "slow": slow,
            "command": cmd}
-    results = os.path.join(a.out, "results.log")
-
-    t0 = time.monotonic()
-    boot = None
-    # SIGTERM (a cancelled CI job) ends vm.py through the finally below.
+    # SIGTERM (a cancelled CI job) ends vm.py through boot_once's finally.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            preexec_fn=die_with_parent)
-    throttle = Throttle(proc, slow) if slow is not None else None
-    timed_out, stopped = False, None
-    console = Tail(os.path.join(a.out, "console.log"))
-    watch = Watch(a.stuck_grace)
-    try:
-        if throttle:
-            throttle.start()
-        while proc.poll() is None:
-            now = time.monotonic()
-            if boot is None and os.path.getsize(results) > 0:
-                boot = now - t0
-            for line in console.lines():
-                watch.feed(line, now)
-            if watch.due(now):
-                stopped = watch.stuck
-                break
-            if now - t0 > a.timeout:
-                timed_out = True
-                break
-            time.sleep(0.1)
-    finally:
-        if throttle:
-            throttle.stop()  # a stopped QEMU would not act on SIGTERM
-        if proc.poll() is None:
-            stop(proc)
-    qemu_out = proc.communicate()[0].decode(errors="replace")
-    run.update(boot_seconds=round(boot, 2) if boot is not None else None,
-               total_seconds=round(time.monotonic() - t0, 2),
-               qemu_exit=proc.returncode, timed_out=timed_out,
-               stopped=stopped, qemu_output=qemu_out[-2000:])
+    fields = boot_once(a, cmd, arch, slow)
+    fault = emulator_fault(read(a.out, "console.log")) if acc == "tcg" \
+        else None
+    if fault:
+        # Once more, the first boot's logs kept beside: its fault is the
+        # emulator's (ci/console.py), and a kernel that does it again
+        # fails as any oops does.
+        for name in arch.SERIAL:
+            os.replace(os.path.join(a.out, f"{name}.log"),
+                       os.path.join(a.out, f"{name}.emulator-fault.log"))
+            open(os.path.join(a.out, f"{name}.log"), "w").close()
+        print(f"vm: {fault}; booting once more (the first boot's logs: "
+              "*.emulator-fault.log)")
+        fields = boot_once(a, cmd, arch, slow)
+        fields["emulator_fault"] = fault
+    run.update(fields)
     with open(os.path.join(a.out, "run.json"), "w") as fh:
         json.dump(run, fh, indent=1)
     print(f"vm: {run['accel']}, -smp {a.smp}, boot to init "
           f"{run['boot_seconds']} s, total {run['total_seconds']} s"
-          + (", HOST TIMEOUT" if timed_out else "")
-          + (f", STOPPED at the first stuck report: {stopped}" if stopped
-             else ""))
-    if proc.returncode and not (timed_out or stopped) and qemu_out.strip():
-        print(qemu_out.strip(), file=sys.stderr)
+          + (", HOST TIMEOUT" if run["timed_out"] else "")
+          + (f", STOPPED at the first stuck report: {run['stopped']}"
+             if run["stopped"] else ""))
+    if run["qemu_exit"] and not (run["timed_out"] or run["stopped"]) and \
+            run["qemu_output"].strip():
+        print(run["qemu_output"].strip(), file=sys.stderr)
     return 0
 
 

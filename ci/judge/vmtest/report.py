@@ -289,6 +289,9 @@ def summary(rep):
                f"-smp {r.get('smp', '?')}, boot to init "
                f"{r.get('boot_seconds')} s, whole run "
                f"{r.get('total_seconds')} s")
+    if r.get("emulator_fault"):
+        out.append(f"booted twice: the first boot hit {r['emulator_fault']}"
+                   " (ci/console.py; its logs: *.emulator-fault.log)")
     if rep.speed:
         out.append(f"guest speed: {rep.speed} (selftests/host_speed.c; "
                    "programs' timeouts and tests' deadlines scale by the "

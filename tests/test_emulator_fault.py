@@ -1,0 +1,113 @@
+"""A guest that hit QEMU TCG's stale translation of patched kernel text
+(ci/console.py emulator_fault) boots once more; anything else is the
+kernel's. The console excerpt is the first boot of make vmtest
+CONFIG=debian that hit it (2026-11-29)."""
+import json
+import os
+import subprocess
+import sys
+
+from ci.console import emulator_fault
+
+DATA = os.path.join(os.path.dirname(__file__), "data", "emulator-fault")
+REAL = open(os.path.join(DATA, "console.log")).read()
+
+
+def test_the_real_stale_int3_is_the_emulators():
+    fault = emulator_fault(REAL)
+    assert fault and "syscall_trace_enter+0xd6/0x190" in fault and \
+        "byte before RIP eb" in fault, fault
+
+
+def test_an_int3_still_in_the_text_is_the_kernels():
+    """A breakpoint nobody handles, still there: a kernel bug."""
+    still = REAL.replace("ff ff ff eb <49>", "ff ff ff cc <49>")
+    assert still != REAL and emulator_fault(still) is None
+
+
+def test_a_splat_before_the_int3_is_the_kernels():
+    warned = REAL.replace("# running dedup_test",
+                          "[   12.000000] WARNING: CPU: 1 PID: 9 at x\n"
+                          "# running dedup_test")
+    assert emulator_fault(warned) is None
+    assert emulator_fault(REAL.replace("Oops: int3:", "Oops: general "
+                                       "protection fault:")) is None
+    assert emulator_fault("[ 1.0] Linux version 6.12\n") is None
+
+
+FAKE_QEMU = r'''#!/usr/bin/python3
+"""QEMU for vm.py: prints FAKE_CONSOLE1 to the console on its first boot
+(counted in FAKE_COUNT), FAKE_CONSOLE2 after, and a KTAP line."""
+import os, sys
+path = lambda name: next(a.split("path=", 1)[1] for a in sys.argv
+                         if a.startswith(f"file,id={name},"))
+count = os.environ["FAKE_COUNT"]
+n = int(open(count).read() or 0) + 1 if os.path.exists(count) else 1
+open(count, "w").write(str(n))
+src = os.environ["FAKE_CONSOLE1" if n == 1 else "FAKE_CONSOLE2"]
+open(path("console"), "w").write(open(src).read())
+open(path("results"), "w").write(f"TAP version 13 # boot {n}\n")
+'''
+
+
+def boot(tmp_path, first, second, accel="tcg"):
+    qemu = tmp_path / "qemu"
+    qemu.write_text(FAKE_QEMU)
+    qemu.chmod(0o755)
+    for f in ("bzImage", "initrd"):
+        (tmp_path / f).write_text("")
+    (tmp_path / "c1").write_text(first)
+    (tmp_path / "c2").write_text(second)
+    out = tmp_path / "run"
+    env = dict(os.environ, VMTEST_QEMU=str(qemu),
+               FAKE_CONSOLE1=str(tmp_path / "c1"),
+               FAKE_CONSOLE2=str(tmp_path / "c2"),
+               FAKE_COUNT=str(tmp_path / "count"),
+               VMTEST_PROBE_CACHE=str(tmp_path / "probe.json"))
+    p = subprocess.run(
+        [sys.executable, "-m", "ci.guest.vm", "--kernel",
+         str(tmp_path / "bzImage"), "--initrd", str(tmp_path / "initrd"),
+         "--out", str(out), "--accel", accel, "--timeout", "30"],
+        env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return out, json.loads((out / "run.json").read_text()), p.stdout
+
+
+def test_vm_py_boots_once_more_after_the_emulators_fault(tmp_path):
+    clean = "[    0.000000] Linux version 6.12\n"
+    out, run, said = boot(tmp_path, REAL, clean)
+    assert (tmp_path / "count").read_text() == "2"
+    assert run["emulator_fault"] == emulator_fault(REAL)
+    assert (out / "console.log").read_text() == clean
+    assert (out / "console.emulator-fault.log").read_text() == REAL
+    assert (out / "results.log").read_text() == "TAP version 13 # boot 2\n"
+    assert "booting once more" in said, said
+
+
+def test_vm_py_boots_once_only(tmp_path):
+    """The fault again, or a kernel's oops: judged as they are."""
+    out, run, _ = boot(tmp_path, REAL, REAL)
+    assert (tmp_path / "count").read_text() == "2"
+    assert (out / "console.log").read_text() == REAL
+    kernels = REAL.replace("ff ff ff eb <49>", "ff ff ff cc <49>")
+    (tmp_path / "count").unlink()
+    out, run, _ = boot(tmp_path, kernels, "")
+    assert (tmp_path / "count").read_text() == "1"
+    assert "emulator_fault" not in run
+    assert (out / "console.log").read_text() == kernels
+
+
+def test_the_summary_says_the_guest_booted_twice(tmp_path):
+    import shutil
+    from ci.judge.vmtest import report
+    run_dir = tmp_path / "run"
+    shutil.copytree(os.path.join(os.path.dirname(__file__), "data",
+                                 "series", "normal"), run_dir)
+    run = json.loads((run_dir / "run.json").read_text())
+    assert not any("booted twice" in l
+                   for l in report.summary(report.analyze(str(run_dir))))
+    run["emulator_fault"] = emulator_fault(REAL)
+    (run_dir / "run.json").write_text(json.dumps(run))
+    said = report.summary(report.analyze(str(run_dir)))
+    assert [l for l in said if l.startswith("booted twice: the first boot "
+                                            "hit Oops: int3 at ")], said
