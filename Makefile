@@ -104,7 +104,7 @@ export VMTEST_SLOW := $(SLOW)
 # yes when the kernel's .config enables the series, CONFIG_UNWIND_USER=y).
 export EXPECT_FEATURE
 
-.PHONY: help deps tree apply export kernel toolchains selftests perf perf-asan perf-upstream perf-python initramfs vmtest test-perf \
+.PHONY: help deps tree apply export export-check kernel toolchains selftests perf perf-asan perf-upstream perf-python initramfs vmtest test-perf \
 	upstream-tree vmtest-upstream \
 	verdict vmtest-debug stress stress-kcsan stress-rt stress-run test checkpatch apply-fresh bisect-build check \
 	kunit clean kernel-doc sparse submit-check send bench mutate golden fuzz matrix
@@ -125,6 +125,9 @@ apply: deps ## apply patches/ (fixes, then feature) to KERNEL=DIR with git am (S
 
 export: deps ## regenerate patches/fixes/ and patches/feature/ from build/linux's commits (+ cover letters)
 	@bash ci/series/export.sh "$(KSRC)" "$(BASE)"
+
+export-check: deps $(TREE_DEP) ## whether patches/ is what make export writes from the tree (cover letters included)
+	@bash ci/series/export-check.sh "$(KSRC)" "$(BASE)"
 
 kernel: deps $(TREE_DEP) ## configure (every option verified) and build the guest kernel
 	@bash ci/build/kernel.sh "$(KSRC)" "$(KOBJ)" $(KCONFIG_ARGS)
@@ -230,7 +233,7 @@ bisect-build: deps $(TREE_DEP) ## build every commit of the series in turn (kern
 matrix: deps $(TREE_DEP) ## build the series as build bots do: configurations x architectures, W=1 against the base (not part of check)
 	@$(PYTHON) -m ci.checks.matrix --src "$(KSRC)" $(if $(ROWS),--rows $(ROWS)) $(if $(RANDCONFIGS),--randconfigs $(RANDCONFIGS)) $(if $(FRESH),--fresh)
 
-check: ## everything CI runs: deps, tree, perf, harness tests, apply, checkpatch, vmtest x2, test-perf, short stress
+check: ## everything CI runs: deps, tree, perf, harness tests, apply, checkpatch, export-check, vmtest x2, test-perf, short stress
 	@bash ci/checks/check.sh
 
 kunit: deps $(TREE_DEP) ## run the series' KUnit suites alone through kunit.py

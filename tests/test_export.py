@@ -164,3 +164,28 @@ def test_the_fixes_list_and_cover_letter_match_patches_fixes():
     items = [int(n) for n in re.findall(r"^ (\d+)\. ", letter, re.M)]
     assert items == list(range(1, len(listed) + 1)), \
         "ci/series/fixes-cover-letter.txt: one ' N. ' paragraph per fix"
+
+
+def test_export_check_fails_on_patches_the_export_would_change(tmp_path):
+    """make check's export-current step: patches/ as make export writes
+    it passes; a hand-edited patch, or a cover letter not re-exported
+    after its text changed, fails and is named."""
+    check = os.path.join(ROOT, "ci", "series", "export-check.sh")
+    t = kernel_tree(tmp_path / "linux")
+    git(t, "tag", "base")
+    (t / "kernel" / "a.c").write_text("int a = 1;\n")
+    git(t, "commit", "-qam", "unwind_user: Change a")
+    out = tmp_path / "patches"
+    assert export(t, out).returncode == 0
+    env = dict(ENV, VMTEST_PATCHES=str(out),
+               VMTEST_FIXES=str(tmp_path / "fixes.txt"))
+    r = subprocess.run(["bash", check, str(t), "base"], env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    cover = out / "feature" / "0000-cover-letter.patch"
+    cover.write_text(cover.read_text().replace("Subject:", "Subject: old"))
+    r = subprocess.run(["bash", check, str(t), "base"], env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 1, r.stderr
+    assert "feature/0000-cover-letter.patch" in r.stderr and \
+        "run 'make export'" in r.stderr, r.stderr

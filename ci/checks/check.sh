@@ -33,6 +33,7 @@ step perf make -s perf
 step harness-tests make -s test
 step apply-fresh-base make -s apply-fresh
 step checkpatch make -s checkpatch
+step export-current make -s export-check
 step vmtest make -s vmtest CONFIG=normal
 step perf-tools-tests make -s test-perf
 if [ "${CHECK_DEBUG:-1}" = 1 ]; then
