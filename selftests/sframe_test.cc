@@ -56,26 +56,21 @@ constexpr const char *kWhy =
 	"their whole deferred user stack (doc/kernel.md: SFrame; not in "
 	"upstream)";
 
-/* The SFrame version of the section the ELF64 file's PT_GNU_SFRAME
+/* The SFrame version of the section the ELF file's PT_GNU_SFRAME
  * program header points at, 0 when it has none, -1 when it cannot be
  * read. */
 int sframe_version(const std::string &path)
 {
-	std::ifstream in(path, std::ios::binary);
-	Elf64_Ehdr eh;
-	if (!in.read((char *)&eh, sizeof(eh)) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64)
+	std::string err;
+	std::vector<syms::Segment> segs = syms::segments(path, &err);
+	if (!err.empty())
 		return -1;
-	for (int i = 0; i < eh.e_phnum; i++) {
-		Elf64_Phdr ph;
-		in.seekg(eh.e_phoff + i * sizeof(ph));
-		if (!in.read((char *)&ph, sizeof(ph)))
-			return -1;
-		if (ph.p_type != kPtGnuSframe)
+	for (const syms::Segment &seg : segs) {
+		if (seg.type != kPtGnuSframe)
 			continue;
 		unsigned char pre[4]; /* magic 0xdee2, version, flags */
-		in.seekg(ph.p_offset);
+		std::ifstream in(path, std::ios::binary);
+		in.seekg(seg.offset);
 		if (!in.read((char *)pre, sizeof(pre)) || pre[0] != 0xe2 ||
 		    pre[1] != 0xde)
 			return -1;

@@ -55,12 +55,11 @@ CONFIGS = {
 }
 
 # CONFIG= -> ARCH= -> the configuration it starts from instead of
-# tinyconfig and guest.config: Debian's, from linux-config-6.12 (make deps),
-# the same version as linux-source-6.12. arm64's are in that package's
-# arm64 build, which an amd64 host does not install.
-# amd64's come with the machine's linux-config-6.12 (make deps); arm64's
-# with the same package of Debian 13 for arm64, fetched by kconfig.py into
-# build/ when first needed (ci/build/fetch-deb.sh: never installed).
+# tinyconfig and guest.config: Debian's, from linux-config-6.12. amd64's
+# come with the machine's package (make deps), the same version as
+# linux-source-6.12; arm64's with the same package of Debian 13 for arm64,
+# fetched by kconfig.py into build/ when first needed
+# (ci/build/fetch-deb.sh: never installed).
 DEBIAN_CONFIGS = "/usr/src/linux-config-6.12"
 FETCHED = {"arm64": ("trixie", "linux-config-6.12",
                      "build/debcfg/trixie-arm64")}

@@ -22,8 +22,9 @@ the whole suite run and judged.
 
 A row's result is kept (build/out/matrix/ROW/result.json) with what it
 depends on: the tree's commit, the row, for a guest row the harness's
-selftests, guest, judges and builds (GUEST_PARTS). A later run with the same uses it and says so (--fresh: not),
-so rows run one by one (--rows) make the whole table at the end.
+selftests, guest, judges and builds (GUEST_PARTS). A later run with the
+same uses it and says so (--fresh: not), so rows run one by one (--rows)
+make the whole table at the end.
 
 Prints the table (built, new W=1 warnings, UNWIND_USER, booted, suite,
 time) and writes
@@ -44,6 +45,7 @@ import sys
 import time
 
 from ci.build import configs, lock
+from ci.series import tested_section
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -387,16 +389,14 @@ LOGS = re.compile(r"^==> logs: (\S+)/\{console,results\}\.log", re.M)
 
 
 def suite_result(junit):
-    """'N passed, M failed, K skipped' of a vmtest junit.xml."""
-    text = open(junit, errors="replace").read()
-    m = re.search(r'<testsuite [^>]*?errors="(\d+)" failures="(\d+)" '
-                  r'skipped="(\d+)" tests="(\d+)"', text)
-    if not m:
-        return None
-    errors, failures, skipped, tests = map(int, m.groups())
-    failed = errors + failures
-    return f"{tests - failed - skipped} passed, {failed} failed, " \
-        f"{skipped} skipped"
+    """'N passed, M failed, K skipped' of a vmtest junit.xml, every kind
+    of case (run checks, KUnit, selftests) together."""
+    total = {"pass": 0, "fail": 0, "skip": 0}
+    for c in tested_section.counts(junit).values():
+        for k in total:
+            total[k] += c[k]
+    return f"{total['pass']} passed, {total['fail']} failed, " \
+        f"{total['skip']} skipped"
 
 
 def run_guest_row(row, tree):
@@ -426,7 +426,7 @@ def run_guest_row(row, tree):
                 res["booted"] = "yes"
     junit = os.path.join(rundir, "junit.xml") if rundir else ""
     if junit and os.path.exists(junit):
-        res["suite"] = suite_result(junit) or "-"
+        res["suite"] = suite_result(junit)
     if rc != 0:
         res["problems"].append(f"make vmtest failed (see {logp})")
     if res["unwind"] != "y":
@@ -436,22 +436,21 @@ def run_guest_row(row, tree):
     return res
 
 
-def git_head(path, dirty_ok=True):
-    """PATH's commit, None when its tracked files differ from it and
-    DIRTY_OK is false."""
-    head = subprocess.run(["git", "-C", path, "rev-parse", "HEAD"],
-                          capture_output=True, text=True).stdout.strip()
-    if not dirty_ok and subprocess.run(
-            ["git", "-C", path, "diff", "--quiet", "HEAD"]).returncode != 0:
+def clean_head(path):
+    """PATH's commit, None when its tracked files differ from it."""
+    if subprocess.run(["git", "-C", path, "diff", "--quiet",
+                       "HEAD"]).returncode != 0:
         return None
-    return head or None
+    return subprocess.run(["git", "-C", path, "rev-parse", "HEAD"],
+                          capture_output=True,
+                          text=True).stdout.strip() or None
 
 
 def row_key(row, tree):
     """What ROW's result depends on: the tree's commit and the row, and
     for a guest row the harness's parts it runs (GUEST_PARTS); None when
     either has uncommitted changes (nothing to name it by)."""
-    tree_head = git_head(tree, dirty_ok=False)
+    tree_head = clean_head(tree)
     if not tree_head:
         return None
     key = {"tree": tree_head, "row": {k: v for k, v in vars(row).items()

@@ -38,32 +38,15 @@ bool Image::load(const std::string &path, std::string *err)
 	 * have no size, and a sample in _fini (the exit of a static program)
 	 * is in the image.
 	 */
-	if (compat ? !exec_segment<Elf32_Ehdr, Elf32_Phdr>(path) :
-		     !exec_segment<Elf64_Ehdr, Elf64_Phdr>(path)) {
-		*err = path + ": no executable PT_LOAD segment";
-		return false;
-	}
-	return true;
-}
-
-template <typename Ehdr, typename Phdr>
-bool Image::exec_segment(const std::string &path)
-{
-	std::ifstream f(path, std::ios::binary);
-	Ehdr eh{};
-	if (!f.read(reinterpret_cast<char *>(&eh), sizeof(eh)))
-		return false;
-	for (unsigned int i = 0; i < eh.e_phnum; i++) {
-		Phdr ph{};
-		f.seekg(eh.e_phoff + (uint64_t)i * eh.e_phentsize);
-		if (!f.read(reinterpret_cast<char *>(&ph), sizeof(ph)))
-			return false;
-		if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
-			lo = ph.p_vaddr;
-			hi = ph.p_vaddr + ph.p_memsz;
+	for (const syms::Segment &seg : syms::segments(path, err)) {
+		if (seg.type == PT_LOAD && (seg.flags & PF_X)) {
+			lo = seg.vaddr;
+			hi = seg.vaddr + seg.memsz;
 			return true;
 		}
 	}
+	if (err->empty())
+		*err = path + ": no executable PT_LOAD segment";
 	return false;
 }
 

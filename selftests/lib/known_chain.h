@@ -32,9 +32,6 @@ struct Image {
 	bool compat = false;
 	/* False, with err set, when path lacks symbols or a known function. */
 	bool load(const std::string &path, std::string *err);
-	/* lo and hi from path's first executable PT_LOAD */
-	template <typename Ehdr, typename Phdr>
-	bool exec_segment(const std::string &path);
 	bool holds(uint64_t ip) const { return ip >= lo && ip < hi; }
 	/* ips may be a chain of this image's: its leaf is here (or vDSO) */
 	bool leaf_ok(const std::vector<uint64_t> &ips) const

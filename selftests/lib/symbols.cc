@@ -60,24 +60,69 @@ std::vector<Symbol> parse(const std::vector<char> &f, std::string *err)
 	return out;
 }
 
-} // namespace
+template <typename Ehdr, typename Phdr>
+std::vector<Segment> parse_segments(const std::vector<char> &f,
+				    std::string *err)
+{
+	std::vector<Segment> out;
+	Ehdr eh;
+	if (f.size() < sizeof(eh)) {
+		*err = "truncated ELF header";
+		return out;
+	}
+	memcpy(&eh, f.data(), sizeof(eh));
+	for (unsigned int i = 0; i < eh.e_phnum; i++) {
+		uint64_t at = eh.e_phoff + (uint64_t)i * eh.e_phentsize;
+		Phdr ph;
+		if (eh.e_phentsize < sizeof(ph) || at + sizeof(ph) > f.size()) {
+			*err = "truncated program headers";
+			return {};
+		}
+		memcpy(&ph, f.data() + at, sizeof(ph));
+		out.push_back({ ph.p_type, ph.p_flags, ph.p_offset, ph.p_vaddr,
+				ph.p_memsz });
+	}
+	return out;
+}
 
-std::vector<Symbol> load(const std::string &path, std::string *err)
+/* PATH's bytes in F; false, with err set, when it is not an ELF file. */
+bool read_elf(const std::string &path, std::vector<char> *f,
+	      std::string *err)
 {
 	/* One read of the whole file: the test binaries are a few MB, and
 	 * a byte at a time through a stream takes long under TCG. */
 	std::ifstream in(path, std::ios::binary | std::ios::ate);
-	std::vector<char> f(in ? (size_t)in.tellg() : 0);
+	f->assign(in ? (size_t)in.tellg() : 0, 0);
 	in.seekg(0);
-	if (!in.read(f.data(), f.size()))
-		f.clear();
-	if (f.size() < EI_NIDENT || memcmp(f.data(), ELFMAG, SELFMAG)) {
+	if (!in.read(f->data(), f->size()))
+		f->clear();
+	if (f->size() < EI_NIDENT || memcmp(f->data(), ELFMAG, SELFMAG)) {
 		*err = path + ": not an ELF file";
-		return {};
+		return false;
 	}
+	return true;
+}
+
+} // namespace
+
+std::vector<Symbol> load(const std::string &path, std::string *err)
+{
+	std::vector<char> f;
+	if (!read_elf(path, &f, err))
+		return {};
 	if (f[EI_CLASS] == ELFCLASS64)
 		return parse<Elf64_Ehdr, Elf64_Shdr, Elf64_Sym>(f, err);
 	return parse<Elf32_Ehdr, Elf32_Shdr, Elf32_Sym>(f, err);
+}
+
+std::vector<Segment> segments(const std::string &path, std::string *err)
+{
+	std::vector<char> f;
+	if (!read_elf(path, &f, err))
+		return {};
+	if (f[EI_CLASS] == ELFCLASS64)
+		return parse_segments<Elf64_Ehdr, Elf64_Phdr>(f, err);
+	return parse_segments<Elf32_Ehdr, Elf32_Phdr>(f, err);
 }
 
 int longest_run(const std::vector<uint64_t> &ips, const Symbol &sym)

@@ -21,6 +21,14 @@ struct Symbol {
 
 /* Function symbols of an ELF file; empty on error (err says why). */
 std::vector<Symbol> load(const std::string &path, std::string *err);
+
+/* A program header of an ELF64 or ELF32 file. */
+struct Segment {
+	uint32_t type = 0, flags = 0;
+	uint64_t offset = 0, vaddr = 0, memsz = 0;
+};
+/* The program headers of an ELF file; empty on error (err says why). */
+std::vector<Segment> segments(const std::string &path, std::string *err);
 /* The longest run of consecutive ips inside sym: how many frames of a
  * recursion through sym a chain holds. */
 int longest_run(const std::vector<uint64_t> &ips, const Symbol &sym);
