@@ -230,6 +230,30 @@ def test_a_rows_result_is_used_again_only_for_the_same_tree_and_row(
     assert matrix.cached(row, None) is None
     subprocess.run(git + ["commit", "-qam", "2"], check=True)
     assert matrix.cached(row, matrix.row_key(row, str(tree))) is None
+    # A commit that changes only what a kernel build never reads (perf,
+    # the selftests, the documentation) keeps a build row's result, also
+    # one saved before results named their sources; not a guest row's.
+    key2 = matrix.row_key(row, str(tree))
+    matrix.save(row, key2, res)
+    for f in ("tools/perf/builtin-inject.c", "Documentation/x.rst",
+              "tools/testing/selftests/y.c"):
+        (tree / f).parent.mkdir(parents=True, exist_ok=True)
+        (tree / f).write_text("3\n")
+        subprocess.run(git + ["add", f], check=True)
+    subprocess.run(git + ["commit", "-qm", "3"], check=True)
+    assert matrix.cached(row, matrix.row_key(row, str(tree)),
+                         str(tree))["built"] == "yes"
+    old = {k: v for k, v in key2.items() if k != "sources"}
+    matrix.save(row, old, res)
+    assert matrix.cached(row, matrix.row_key(row, str(tree)),
+                         str(tree))["built"] == "yes"
+    assert matrix.cached(row, matrix.row_key(row, str(tree))) is None
+    (tree / "tools/objtool.c").write_text("4\n")
+    subprocess.run(git + ["add", "tools/objtool.c"], check=True)
+    subprocess.run(git + ["commit", "-qm", "4"], check=True)
+    matrix.save(row, key2, res)
+    assert matrix.cached(row, matrix.row_key(row, str(tree)),
+                         str(tree)) is None
     # A guest row's result depends on the harness's commit too
     g = matrix.GuestRow("x86_64", "rt")
     gkey = matrix.row_key(g, str(tree))

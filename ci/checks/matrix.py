@@ -21,10 +21,12 @@ configurations) are make vmtest of a CONFIG= on an ARCH=: built, booted,
 the whole suite run and judged.
 
 A row's result is kept (build/out/matrix/ROW/result.json) with what it
-depends on: the tree's commit, the row, for a guest row the harness's
-selftests, guest, judges and builds (GUEST_PARTS). A later run with the
-same uses it and says so (--fresh: not), so rows run one by one (--rows)
-make the whole table at the end.
+depends on: the row, for a build row the sources a kernel build reads
+(kernel_sources: a commit that changes only perf, the selftests or the
+documentation keeps it), for a guest row the tree's commit and the
+harness's selftests, guest, judges and builds (GUEST_PARTS). A later
+run with the same uses it and says so (--fresh: not), so rows run one by
+one (--rows) make the whole table at the end.
 
 Prints the table (built, new W=1 warnings, UNWIND_USER, booted, suite,
 time) and writes
@@ -449,7 +451,9 @@ def clean_head(path):
 def row_key(row, tree):
     """What ROW's result depends on: the tree's commit and the row, and
     for a guest row the harness's parts it runs (GUEST_PARTS); None when
-    either has uncommitted changes (nothing to name it by)."""
+    either has uncommitted changes (nothing to name it by). A build row
+    also names the sources its build reads (kernel_sources): a change
+    to perf or the selftests alone keeps its result."""
     tree_head = clean_head(tree)
     if not tree_head:
         return None
@@ -459,7 +463,36 @@ def row_key(row, tree):
         key["harness"] = harness_trees()
         if not key["harness"]:
             return None
+    else:
+        key["sources"] = kernel_sources(tree, tree_head)
     return key
+
+
+# What make all of a kernel tree never reads: its documentation, the
+# maintainers' list, perf and its library, the selftests (a guest row runs
+# perf and the selftests, a build row none of them).
+NOT_BUILT = ["Documentation", "MAINTAINERS", "tools/perf", "tools/lib/perf",
+             "tools/testing"]
+
+
+def kernel_sources(tree, commit):
+    """The git object names of COMMIT's entries a kernel build reads, as
+    one string: NOT_BUILT left out, the directories above them listed
+    entry by entry. None when TREE does not have COMMIT."""
+    above = {os.path.dirname(p) for p in NOT_BUILT}
+    above |= {os.path.dirname(d) for d in above if d}
+    entries = []
+    for d in sorted(above):
+        out = subprocess.run(["git", "-C", tree, "ls-tree", commit] +
+                             ([d + "/"] if d else []),
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            return None
+        for line in out.stdout.splitlines():
+            meta, path = line.split("\t", 1)
+            if path not in above and path not in NOT_BUILT:
+                entries.append(f"{path}:{meta.split()[2]}")
+    return " ".join(sorted(entries))
 
 
 # What a guest row runs and judges: the selftests, the guest, its judges
@@ -478,14 +511,26 @@ def harness_trees():
     return out.stdout.split() if out.returncode == 0 else None
 
 
-def cached(row, key):
-    """ROW's result of an earlier run with the same KEY, or None."""
+def cached(row, key, tree=None):
+    """ROW's result of an earlier run with the same KEY, or None. A build
+    row's result of another commit counts when the sources its build
+    reads are the same (kernel_sources, asked of TREE for a result saved
+    without them)."""
     path = os.path.join(OUT, row.name, "result.json")
     if key is None or not os.path.exists(path):
         return None
     with open(path) as f:
         saved = json.load(f)
-    if saved.get("key") != key:
+    have = saved.get("key") or {}
+    if "sources" in key:
+        if have.get("row") != key["row"]:
+            return None
+        sources = have.get("sources")
+        if sources is None and tree and have.get("tree"):
+            sources = kernel_sources(tree, have["tree"])
+        if sources is None or sources != key["sources"]:
+            return None
+    elif have != key:
         return None
     return dict(saved["result"], row=row, cached=saved["date"])
 
@@ -588,7 +633,7 @@ def main(argv=None):
         log(f"{row.name}: {what} ARCH={row.karch}"
             f"{' ' + row.why if row.why else ''}")
         key = row_key(row, tree)
-        r = None if a.fresh else cached(row, key)
+        r = None if a.fresh else cached(row, key, tree)
         if r:
             log(f"{row.name}: the result of {r['cached']}, same tree and "
                 "row (--fresh runs it again)")
