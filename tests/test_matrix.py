@@ -122,11 +122,21 @@ def test_a_row_fails_on_the_warnings_its_files_add_to_the_base_s(
     row = matrix.Row("fake-defconfig", "x86_64", "defconfig", unwind="y")
     sources = matrix.series_files(str(tree))
     assert sources == (["a.c", "b.c"], ["a.c"], [])
+    # Left by another row (or a killed run) in the shared object directory
+    stale = tmp_path / "out" / "obj" / "series" / "stale.o"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("")
     r = matrix.run_row(row, str(tree), base, sources, cc_cache=False)
     assert r["built"] == "yes" and r["unwind"] == "y", r
     assert r["new"] == ["a.c: warning: new in a", "b.c: warning: new file"]
     assert r["problems"] == ["2 new W=1 warning(s)"], r["problems"]
-    assert not os.path.exists(tmp_path / "out" / "fake-defconfig" / "series")
+    # Every row builds in one place (ccache hits across rows); its
+    # objects go, its .config and logs stay with the row.
+    d = tmp_path / "out" / "fake-defconfig"
+    assert f"O={tmp_path}/out/obj/series " in (d / "series.log").read_text()
+    assert not os.path.exists(stale) and \
+        not os.path.exists(tmp_path / "out" / "obj" / "series")
+    assert "CONFIG_UNWIND_USER=y" in (d / "series.config").read_text()
 
 
 def test_guest_rows_are_in_a_whole_run_and_name_configs_of_the_table():

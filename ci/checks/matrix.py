@@ -333,11 +333,19 @@ def run_row(row, tree, base, sources, cc_cache, keep=False):
            "problems": []}
     logp = os.path.join(d, "series.log")
     open(logp, "w").close()
-    obj = os.path.join(d, "series")
+    # One object directory for every row (unless kept): ccache hashes the
+    # compiler's command line and its -I paths, so a row built at the
+    # same place as another hits the cache for every file whose
+    # preprocessed text the rows share (defconfig and its variants).
+    objs = d if keep else os.path.join(OUT, "obj")
+    for o in ("series", "base"):
+        if not keep:
+            shutil.rmtree(os.path.join(objs, o), ignore_errors=True)
+    obj = os.path.join(objs, "series")
     res["problems"] += configure(row, tree, obj, logp, cc_cache)
     blog = os.path.join(d, "base.log")
     open(blog, "w").close()
-    bobj = os.path.join(d, "base")
+    bobj = os.path.join(objs, "base")
     if not res["problems"]:
         if run(make_args(row, obj, cc_cache) + ["all"], tree, logp) == 0:
             res["built"] = "yes"
@@ -380,10 +388,11 @@ def run_row(row, tree, base, sources, cc_cache, keep=False):
     if not keep:
         # A defconfig's objects are gigabytes; ccache keeps what a rerun
         # needs, the logs and .config stay.
-        for o in (obj, os.path.join(d, "base")):
-            if os.path.exists(os.path.join(o, ".config")):
-                shutil.copyfile(os.path.join(o, ".config"), o + ".config")
-            shutil.rmtree(o, ignore_errors=True)
+        for o in ("series", "base"):
+            if os.path.exists(os.path.join(objs, o, ".config")):
+                shutil.copyfile(os.path.join(objs, o, ".config"),
+                                os.path.join(d, o + ".config"))
+            shutil.rmtree(os.path.join(objs, o), ignore_errors=True)
     return res
 
 
