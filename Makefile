@@ -207,15 +207,16 @@ mutate: deps tree ## break each guarded behaviour in a worktree: its named tests
 # too); the perf cases are test-perf's alone, so make check runs them once.
 test: deps selftests $(TREE_DEP) ## the harness's own tests on the host (pytest, no VM; perf's in test-perf), a short fuzz
 	@VMTEST_LIB_UNITTEST="$(ST_BUILD)/lib_unittest" \
-		$(PYTEST) -q tests --ignore=tests/test_perf_tools.py
+		$(PYTEST) -q tests --ignore=tests/test_perf_tools.py --ignore=tests/test_perf_convert.py
 	@FUZZ_OPTIONAL=1 bash ci/checks/fuzz.sh $(FUZZ_TEST_S) "$(KSRC)"
 
 fuzz: deps $(TREE_DEP) ## fuzz the kernel's SFrame reader on the host, FUZZ_S seconds (libFuzzer, ASan, UBSan)
 	@bash ci/checks/fuzz.sh $(FUZZ_S) "$(KSRC)"
 
-test-perf: perf perf-asan ## the tree's perf (and its ASan build) on crafted perf.data files (host, no VM)
+test-perf: perf perf-asan perf-upstream ## the tree's perf (and its ASan build) on crafted perf.data files, its conversions read by other profilers (host, no VM)
 	@VMTEST_PERF="$(PERF_OUT)/perf" VMTEST_PERF_ASAN="$(PERF_OUT)-asan/perf" \
-		$(PYTEST) -q tests/test_perf_tools.py
+		VMTEST_PERF_UPSTREAM="$(PERF_UPSTREAM_OUT)/perf" \
+		$(PYTEST) -q tests/test_perf_tools.py tests/test_perf_convert.py
 
 checkpatch: deps $(TREE_DEP) ## scripts/checkpatch.pl --strict over every patch
 	@bash ci/checks/checkpatch.sh "$(KSRC)"

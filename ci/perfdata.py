@@ -20,6 +20,7 @@ ATTR_SIZE_612 = 136  # PERF_ATTR_SIZE_VER8, sizeof(perf_event_attr) in 6.12
 
 PERF_TYPE_SOFTWARE = 1
 PERF_COUNT_SW_CPU_CLOCK = 0
+PERF_COUNT_SW_DUMMY = 9
 
 SAMPLE_IP = 1 << 0
 SAMPLE_TID = 1 << 1
@@ -28,6 +29,9 @@ SAMPLE_CALLCHAIN = 1 << 5
 SAMPLE_ID = 1 << 6
 SAMPLE_CPU = 1 << 7
 SAMPLE_PERIOD = 1 << 8
+SAMPLE_RAW = 1 << 10
+SAMPLE_REGS_USER = 1 << 12
+SAMPLE_STACK_USER = 1 << 13
 SAMPLE_IDENTIFIER = 1 << 16
 
 RECORD_MMAP = 1
@@ -42,6 +46,10 @@ RECORD_HEADER_FEATURE = 80
 RECORD_COMPRESSED = 81
 RECORD_COMPRESSED2 = 83  # 7.x's, 8-byte aligned
 
+HEADER_BUILD_ID = 2
+HEADER_HOSTNAME = 3
+HEADER_CMDLINE = 11
+HEADER_EVENT_DESC = 12
 HEADER_COMPRESSED = 27
 HEADER_LAST_FEATURE_612 = 32
 # 7.2's features past 6.12's: CPU_DOMAIN_INFO, E_MACHINE, CLN_SIZE
@@ -65,12 +73,13 @@ SAMPLE_TYPE = SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | SAMPLE_PERIOD | SAMPLE_CALL
 
 
 def attr(size=ATTR_SIZE_612, flags=ATTR_SAMPLE_ID_ALL | ATTR_DEFER_CALLCHAIN |
-         ATTR_DEFER_OUTPUT, sample_type=SAMPLE_TYPE, extra=b"", type=PERF_TYPE_SOFTWARE):
+         ATTR_DEFER_OUTPUT, sample_type=SAMPLE_TYPE, extra=b"", type=PERF_TYPE_SOFTWARE,
+         config=PERF_COUNT_SW_CPU_CLOCK):
     """A cpu-clock perf_event_attr of SIZE bytes (or an event of another
-    TYPE); EXTRA fills the bytes past 6.12's end (zero by default): 7.x's
-    config4 first."""
+    TYPE or CONFIG); EXTRA fills the bytes past 6.12's end (zero by
+    default): 7.x's config4 first."""
     head = struct.pack("<IIQQQQQ", type, size,
-                       PERF_COUNT_SW_CPU_CLOCK, 4000, sample_type, 0, flags)
+                       config, 4000, sample_type, 0, flags)
     body = head.ljust(ATTR_SIZE_612, b"\0")
     tail = extra.ljust(size - ATTR_SIZE_612, b"\0") if size > ATTR_SIZE_612 else b""
     return (body + tail)[:size]
@@ -168,6 +177,38 @@ def feature_record(feat, data=b""):
     return _record(RECORD_HEADER_FEATURE, 0, struct.pack("<Q", feat) + data)
 
 
+def perf_string(text):
+    """A string of a feature section: its length, then the string and
+    zeros up to a multiple of 64 bytes (header.c's do_write_string)."""
+    data = text.encode() + b"\0"
+    data = data.ljust((len(data) + 63) // 64 * 64, b"\0")
+    return struct.pack("<I", len(data)) + data
+
+
+def cmdline_feature(args):
+    """HEADER_CMDLINE: the count of ARGS, then each."""
+    return struct.pack("<I", len(args)) + b"".join(perf_string(a) for a in args)
+
+
+def build_id_feature(build_id, filename):
+    """HEADER_BUILD_ID of one user DSO: a perf_record_header_build_id, its
+    20-byte BUILD_ID sized, its FILENAME padded to 64 bytes."""
+    name = filename.encode() + b"\0"
+    name = name.ljust((len(name) + 63) // 64 * 64, b"\0")
+    body = struct.pack("<i20sBBH", -1, build_id, len(build_id), 0, 0) + name
+    return struct.pack("<IHH", 67, MISC_USER | 1 << 15, 8 + len(body)) + body
+
+
+def event_desc(attrs, names, ids):
+    """HEADER_EVENT_DESC: for each attr of ATTRS (of one size), its bytes,
+    the count of its IDS, its name, then its ids."""
+    out = struct.pack("<II", len(attrs), len(attrs[0]))
+    for a, name, i in zip(attrs, names, ids):
+        out += a + struct.pack("<I", len(i)) + perf_string(name)
+        out += struct.pack("<%dQ" % len(i), *i)
+    return out
+
+
 # Events of different sample types in one file (PERF_SAMPLE_IDENTIFIER
 # first in a sample and last in a sample_id trailer, as perf record does
 # when the types differ): records of any SAMPLE_TYPE, with an id.
@@ -188,9 +229,11 @@ def trailer_of(sample_type, pid, tid, time, ident=0, cpu=0):
     return t
 
 
-def sample_of(sample_type, pid, tid, time, chain, ident=0, cpu=0, misc=MISC_KERNEL):
+def sample_of(sample_type, pid, tid, time, chain, ident=0, cpu=0, misc=MISC_KERNEL,
+              raw=b"\0" * 4):
     """A PERF_RECORD_SAMPLE of an event of SAMPLE_TYPE (IP, TID, TIME,
-    ID, CPU, PERIOD, CALLCHAIN and IDENTIFIER only)."""
+    ID, CPU, PERIOD, CALLCHAIN, RAW and IDENTIFIER only); RAW, after the
+    callchain, with its size makes whole u64s."""
     b = b""
     if sample_type & SAMPLE_IDENTIFIER:
         b += struct.pack("<Q", ident)
@@ -208,6 +251,8 @@ def sample_of(sample_type, pid, tid, time, chain, ident=0, cpu=0, misc=MISC_KERN
         b += struct.pack("<Q", 1000000)
     if sample_type & SAMPLE_CALLCHAIN:
         b += struct.pack("<Q%dQ" % len(chain), len(chain), *chain)
+    if sample_type & SAMPLE_RAW:
+        b += struct.pack("<I", len(raw)) + raw
     return _record(RECORD_SAMPLE, misc, b)
 
 
@@ -227,19 +272,21 @@ def write(path, records, attrs=None, features=(), pipe=False, ids=None):
     section, or a dict of feature bit -> section contents.  IDS: a list of sample ids per attr (none by default: with
     one attr every record is of that event).  PIPE writes what 'perf
     record -o -' writes instead: a 16-byte header, a
-    PERF_RECORD_HEADER_ATTR record per attr with its ids, then the
-    records (no features)."""
+    PERF_RECORD_HEADER_ATTR record per attr with its ids, a
+    PERF_RECORD_HEADER_FEATURE per feature of a dict and their end
+    marker, then the records."""
     attrs = attrs or [attr()]
     ids = ids or [[] for _ in attrs]
     if not isinstance(features, dict):
         features = {f: b"" for f in features}
     if pipe:
-        assert not features
+        feats = [feature_record(f, d) for f, d in sorted(features.items())]
+        feats += [feature_record(HEADER_LAST_FEATURE_612)] if feats else []
         with open(path, "wb") as f:
             f.write(MAGIC + struct.pack("<Q", 16))
             f.write(b"".join(_record(RECORD_HEADER_ATTR, 0, a + struct.pack(
                 "<%dQ" % len(i), *i)) for a, i in zip(attrs, ids)))
-            f.write(b"".join(records))
+            f.write(b"".join(feats + list(records)))
         return
     attr_size = len(attrs[0]) + 16
     attrs_off = FILE_HEADER_SIZE
@@ -281,11 +328,14 @@ USER_IPS = [0x401000, 0x401100, 0x401200]
 
 def deferred_recording(path, threads=1, entries=1, samples_per_entry=2,
                        round_every=0, exit_threads=False, lose_every=0,
-                       **kw):
+                       compress=0, v2=True, features=None, **kw):
     """A recording of THREADS threads, each making ENTRIES kernel entries
     with SAMPLES_PER_ENTRY samples deferred and then the entry's record
     (cookie = entry << 12 | thread).  Every LOSE_EVERY-th record is left
-    out (a lost record); EXIT_THREADS ends each thread with an EXIT."""
+    out (a lost record); EXIT_THREADS ends each thread with an EXIT.
+    COMPRESS: the records after the COMMs in that many compressed records
+    ('perf record -z': PERF_RECORD_COMPRESSED2, or COMPRESSED without
+    V2), with HEADER_COMPRESSED among the FEATURES (a dict)."""
     recs = []
     t = 1000
     n = 0
@@ -293,25 +343,31 @@ def deferred_recording(path, threads=1, entries=1, samples_per_entry=2,
         pid = 100 + th
         recs.append(comm(pid, pid, "t%d" % th, t))
         t += 1
+    body = []
     for e in range(entries):
         for th in range(threads):
             pid = 100 + th
             cookie = (e + 1) << 12 | (th + 1)
             for _ in range(samples_per_entry):
-                recs.append(deferred_sample(pid, pid, t, KERNEL_IPS, cookie))
+                body.append(deferred_sample(pid, pid, t, KERNEL_IPS, cookie))
                 t += 1
             n += 1
             if not (lose_every and n % lose_every == 0):
-                recs.append(callchain_deferred(pid, pid, t, cookie, USER_IPS))
+                body.append(callchain_deferred(pid, pid, t, cookie, USER_IPS))
             t += 1
             if round_every and n % round_every == 0:
-                recs.append(finished_round())
+                body.append(finished_round())
     if exit_threads:
         for th in range(threads):
             pid = 100 + th
-            recs.append(exit_(pid, pid, t))
+            body.append(exit_(pid, pid, t))
             t += 1
-    write(path, recs, **kw)
+    features = dict(features or {})
+    if compress:
+        step = (len(body) + compress - 1) // compress
+        body = [compressed(body[i:i + step], v2=v2) for i in range(0, len(body), step)]
+        features[HEADER_COMPRESSED] = COMPRESSED_FEATURE
+    write(path, recs + body, features=features, **kw)
 
 
 # Malformed and other-endian streams: the hostile inputs of the perf tools'
@@ -386,3 +442,116 @@ def run_stdin(perf, path, *args, timeout=120):
                               env={**os.environ, "PERF_PAGER": "cat",
                                    "HOME": "/nonexistent",
                                    "ASAN_OPTIONS": "detect_leaks=0:exitcode=98"})
+
+
+# Reading what a perf writes (perf inject's output): the attrs, features
+# and records of a little-endian file or pipe, and the fields of a sample.
+
+def read(path):
+    """(attrs, features, records) of the perf.data file or pipe stream at
+    PATH: attrs a list of (perf_event_attr bytes, ids), features a dict of
+    feature bit -> contents, records a list of bytes (those of a pipe's
+    attrs and features among them)."""
+    data = open(path, "rb").read()
+    assert data[:8] == MAGIC, data[:8]
+    if struct.unpack_from("<Q", data, 8)[0] == 16:
+        return _read_pipe(data)
+    attr_size, attrs_off, attrs_len, data_off, data_len = \
+        struct.unpack_from("<QQQQQ", data, 16)
+    attrs = []
+    for at in range(attrs_off, attrs_off + attrs_len, attr_size):
+        ids_off, ids_len = struct.unpack_from("<QQ", data, at + attr_size - 16)
+        attrs.append((data[at:at + attr_size - 16],
+                      list(struct.unpack_from("<%dQ" % (ids_len // 8), data, ids_off))))
+    bitmap = int.from_bytes(data[72:104], "little")
+    features, table = {}, data_off + data_len
+    for feat in range(256):
+        if bitmap >> feat & 1:
+            off, size = struct.unpack_from("<QQ", data, table)
+            features[feat] = data[off:off + size]
+            table += 16
+    return attrs, features, _records(data, data_off, data_off + data_len)
+
+
+def _records(data, off, end):
+    out = []
+    while off + 8 <= end:
+        size = struct.unpack_from("<H", data, off + 6)[0]
+        assert size >= 8, f"a {size} byte record at {off:#x}"
+        out.append(data[off:off + size])
+        off += size
+    return out
+
+
+def _read_pipe(data):
+    attrs, features, records = [], {}, _records(data, 16, len(data))
+    for rec in records:
+        rtype = record_type(rec)
+        if rtype == RECORD_HEADER_ATTR:
+            size = struct.unpack_from("<I", rec, 12)[0]
+            body = rec[8 + size:]
+            attrs.append((rec[8:8 + size],
+                          list(struct.unpack("<%dQ" % (len(body) // 8), body))))
+        elif rtype == RECORD_HEADER_FEATURE and len(rec) > 16:
+            features[struct.unpack_from("<Q", rec, 8)[0]] = rec[16:]
+    return attrs, features, records
+
+
+def record_type(rec):
+    return struct.unpack_from("<I", rec)[0]
+
+
+def attr_flags(a):
+    """The bitfield word of a perf_event_attr (ATTR_* bits)."""
+    return struct.unpack_from("<Q", a, 40)[0]
+
+
+def attr_sample_type(a):
+    return struct.unpack_from("<Q", a, 24)[0]
+
+
+def event_desc_attrs(data):
+    """(attr bytes, name) of each event of a HEADER_EVENT_DESC."""
+    nr, size = struct.unpack_from("<II", data)
+    out, at = [], 8
+    for _ in range(nr):
+        a = data[at:at + size]
+        nr_ids, name_len = struct.unpack_from("<II", data, at + size)
+        name = data[at + size + 8:at + size + 8 + name_len].rstrip(b"\0").decode()
+        out.append((a, name))
+        at += size + 8 + name_len + 8 * nr_ids
+    return out
+
+
+def parse_callchain_deferred(rec):
+    """(tid, cookie, user addresses) of a PERF_RECORD_CALLCHAIN_DEFERRED of
+    an event of SAMPLE_TYPE (its trailer: pid, tid, time)."""
+    cookie, nr = struct.unpack_from("<QQ", rec, 8)
+    ips = struct.unpack_from("<%dQ" % nr, rec, 24)
+    return struct.unpack_from("<I", rec, 24 + 8 * nr + 4)[0], cookie, list(ips)
+
+
+def parse_sample(sample_type, rec):
+    """The fields sample_of() writes of a PERF_RECORD_SAMPLE of an event
+    of SAMPLE_TYPE, with the offset of its callchain ("callchain_at")."""
+    f, at = {}, 8
+
+    def take(name, fmt):
+        nonlocal at
+        f[name] = struct.unpack_from("<" + fmt, rec, at)
+        at += struct.calcsize(fmt)
+
+    for bit, name, fmt in ((SAMPLE_IDENTIFIER, "identifier", "Q"), (SAMPLE_IP, "ip", "Q"),
+                           (SAMPLE_TID, "tid", "II"), (SAMPLE_TIME, "time", "Q"),
+                           (SAMPLE_ID, "id", "Q"), (SAMPLE_CPU, "cpu", "II"),
+                           (SAMPLE_PERIOD, "period", "Q")):
+        if sample_type & bit:
+            take(name, fmt)
+    if sample_type & SAMPLE_CALLCHAIN:
+        f["callchain_at"] = at
+        take("nr", "Q")
+        take("callchain", "%dQ" % f["nr"][0])
+    if sample_type & SAMPLE_RAW:
+        take("raw_size", "I")
+        take("raw", "%ds" % f["raw_size"][0])
+    return f

@@ -616,6 +616,25 @@ def test_inject_build_ids_of_deferred_callchains(tmp_path, opt):
     assert [ips for _, ips in addresses(r.stdout)] == [pd.KERNEL_IPS + pd.USER_IPS], r.stdout
 
 
+@pytest.mark.skipif(not os.path.exists(TRUE_BIN), reason=f"no {TRUE_BIN}")
+def test_inject_build_ids_from_a_pipe_into_a_file(tmp_path):
+    """'perf record -o - | perf inject -b -o perf.data': the header's
+    attrs, written after the features for a pipe's data, were written over
+    them (the build-ids among them)."""
+    path, out = str(tmp_path / "bid.pipe"), str(tmp_path / "injected.data")
+    pd.write(path, [pd.comm(100, 100, "t0", 1),
+                    pd.mmap(100, 100, 0x400000, 0x10000, 0, TRUE_BIN, 2),
+                    pd.sample(100, 100, 5, [pd.CONTEXT_USER, 0x401000], misc=pd.MISC_USER)],
+             attrs=[pd.attr(flags=pd.ATTR_SAMPLE_ID_ALL)], pipe=True)
+    with open(path, "rb") as f:
+        subprocess.run([PERF, "inject", "-b", "-i", "-", "-o", out], stdin=f, check=True,
+                       timeout=120)
+    lines = perf("buildid-list", "-i", out).stdout.splitlines()
+    print("\n".join(lines))
+    assert any(re.fullmatch(r"[0-9a-f]{40} " + TRUE_BIN, l) for l in lines), lines
+    assert perf("report", "--stat", "-i", out).returncode == 0
+
+
 # Time order: a held sample is delivered in its place, not when its record
 # comes (perf sched timehist, perf lock, perf script's deltas and perf
 # record --timestamp-boundary depend on it).
@@ -761,25 +780,7 @@ def compressed_recording(path, v2=True, pipe=False, split=2):
     only at record boundaries here: perf compresses whole records)."""
     plain = str(path) + ".plain"
     pd.deferred_recording(plain, threads=2, entries=2)
-    recs = [pd.comm(100 + t, 100 + t, "t%d" % t, 1000 + t) for t in range(2)]
-    body = []
-    t = 1002
-    for e in range(2):
-        for th in range(2):
-            pid, cookie = 100 + th, (e + 1) << 12 | (th + 1)
-            for _ in range(2):
-                body.append(pd.deferred_sample(pid, pid, t, pd.KERNEL_IPS, cookie))
-                t += 1
-            body.append(pd.callchain_deferred(pid, pid, t, cookie, pd.USER_IPS))
-            t += 1
-    step = (len(body) + split - 1) // split
-    recs += [pd.compressed(body[i:i + step], v2=v2) for i in range(0, len(body), step)]
-    if pipe:
-        feats = [pd.feature_record(pd.HEADER_COMPRESSED, pd.COMPRESSED_FEATURE),
-                 pd.feature_record(pd.HEADER_LAST_FEATURE_612)]
-        pd.write(path, feats + recs, pipe=True)
-    else:
-        pd.write(path, recs, features={pd.HEADER_COMPRESSED: pd.COMPRESSED_FEATURE})
+    pd.deferred_recording(path, threads=2, entries=2, compress=split, v2=v2, pipe=pipe)
     return plain
 
 

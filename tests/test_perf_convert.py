@@ -1,0 +1,497 @@
+"""perf inject --convert-callchain on crafted recordings (ci/perfdata.py):
+a recording with deferred user callchains written as one with classic
+callchains, each sample's user stack after PERF_CONTEXT_USER as if the
+kernel had walked it where the sample was taken, for the tools that know
+nothing of deferred callchains.
+
+What needs our perf alone never skips where it exists ('make test-perf'
+names it, as for test_perf_tools.py): the bytes written, the stacks our
+perf prints of them, the refusals, the ASan perf. The readers nobody here
+wrote, the unpatched perf of Debian bookworm (6.1) and trixie (6.12),
+hotspot's perfparser (bookworm's hotspot) and upstream perf 7.2, must
+print for every sample the stack our perf prints for the original; the
+Debian ones are fetched at test time (ci/perfreaders.py, kept under
+build/readers/) and skip only when that fetch cannot be made, upstream
+perf only when 'make perf-upstream' did not build it.
+"""
+import os
+import re
+import struct
+import subprocess
+
+import pytest
+
+from ci import perfdata as pd
+from ci import perfreaders
+from test_perf_tools import PERF, PERF_ASAN, ROOT, blocks, perf
+
+pytestmark = pytest.mark.skipif(not os.access(PERF, os.X_OK),
+                                reason=f"no perf built ({PERF}): run 'make test-perf'")
+
+PERF_UPSTREAM = os.environ.get("VMTEST_PERF_UPSTREAM") or \
+    os.path.join(ROOT, "build", "out", "perf-upstream", "perf", "perf")
+if os.environ.get("VMTEST_PERF_UPSTREAM") and not os.access(PERF_UPSTREAM, os.X_OK):
+    raise RuntimeError(f"VMTEST_PERF_UPSTREAM={PERF_UPSTREAM}: not an executable perf")
+
+ENV = {**os.environ, "PERF_PAGER": "cat", "HOME": "/nonexistent",
+       "ASAN_OPTIONS": "detect_leaks=0:exitcode=98"}
+
+# Three threads, three kernel entries each, two samples per entry, every
+# fourth record lost, rounds every two entries: 18 samples, the 4 of the
+# lost entries without their user part.
+RECORDING = dict(threads=3, entries=3, samples_per_entry=2, lose_every=4, round_every=2)
+SAMPLES, UNMERGED = 18, 4
+# What 'perf record' writes too: perfparser looks for HOSTNAME or CMDLINE;
+# EVENT_DESC holds the attrs again, defer bits and all.
+FEATURES = {pd.HEADER_HOSTNAME: pd.perf_string("crafted"),
+            pd.HEADER_CMDLINE: pd.cmdline_feature(["perf", "record", "-g"]),
+            pd.HEADER_EVENT_DESC: pd.event_desc([pd.attr()], ["cpu-clock"], [[]])}
+KINDS = {"file": {}, "pipe": {"pipe": True},
+         "file-z": {"compress": 3}, "pipe-z": {"pipe": True, "compress": 3}}
+MERGED_CHAIN = [pd.CONTEXT_KERNEL] + pd.KERNEL_IPS + [pd.CONTEXT_USER] + pd.USER_IPS
+KERNEL_CHAIN = [pd.CONTEXT_KERNEL] + pd.KERNEL_IPS
+
+
+def recording(tmp_path, kind):
+    path = str(tmp_path / f"{kind}.data")
+    pd.deferred_recording(path, features=FEATURES, **RECORDING, **KINDS[kind])
+    return path
+
+
+def is_pipe(path):
+    with open(path, "rb") as f:
+        return struct.unpack("<8sQ", f.read(16))[1] == 16
+
+
+def run(cmd, path, timeout=120):
+    """CMD reading PATH: a pipe stream on its stdin ('-i -'), a file by
+    name; the perf or perfparser option is the caller's."""
+    with open(path, "rb") as f:
+        r = subprocess.run(cmd, stdin=f if is_pipe(path) else subprocess.DEVNULL,
+                           capture_output=True, env=ENV, timeout=timeout)
+    assert r.returncode >= 0, f"{cmd}: killed by signal {-r.returncode}\n{r.stderr[-2000:]}"
+    return r
+
+
+def input_arg(path):
+    return "-" if is_pipe(path) else path
+
+
+def convert(src, out, perf_bin=PERF, *opts):
+    """perf inject --convert-callchain of SRC into OUT, a file or, named
+    *.pipe, a pipe stream (perf's stdout)."""
+    cmd = [perf_bin, "inject", "--convert-callchain", *opts, "-i", input_arg(src)]
+    if out.endswith(".pipe"):
+        r = run(cmd + ["-o", "-"], src)
+        with open(out, "wb") as f:
+            f.write(r.stdout)
+    else:
+        r = run(cmd + ["-o", out], src)
+    r.stderr = r.stderr.decode(errors="replace")
+    return r
+
+
+@pytest.fixture(params=["file", "pipe"])
+def out_kind(request):
+    return request.param
+
+
+def converted(tmp_path, kind, out_kind):
+    src = recording(tmp_path, kind)
+    out = str(tmp_path / ("converted.pipe" if out_kind == "pipe" else "converted.data"))
+    r = convert(src, out)
+    assert r.returncode == 0, r.stderr
+    return src, out, r
+
+
+# --- what the output holds ---------------------------------------------
+
+def expected_chains(tmp_path):
+    """(tid, time) -> the callchain of each sample of the recording, as
+    recorded in place: merged where its entry's record is in the data."""
+    plain = str(tmp_path / "plain.data")
+    pd.deferred_recording(plain, **RECORDING)
+    _, _, records = pd.read(plain)
+    cookies = {pd.parse_callchain_deferred(r)[:2] for r in records
+               if pd.record_type(r) == pd.RECORD_CALLCHAIN_DEFERRED}
+    want = {}
+    for r in records:
+        if pd.record_type(r) == pd.RECORD_SAMPLE:
+            s = pd.parse_sample(pd.SAMPLE_TYPE, r)
+            tid, cookie = s["tid"][1], s["callchain"][-1]
+            want[(tid, s["time"][0])] = MERGED_CHAIN if (tid, cookie) in cookies \
+                else KERNEL_CHAIN
+    return want
+
+
+def event_descs(features, records):
+    """The events of every HEADER_EVENT_DESC: a file's feature, a pipe's
+    feature records."""
+    descs = [features[pd.HEADER_EVENT_DESC]] if pd.HEADER_EVENT_DESC in features else []
+    descs += [r[16:] for r in records if pd.record_type(r) == pd.RECORD_HEADER_FEATURE
+              and struct.unpack_from("<Q", r, 8)[0] == pd.HEADER_EVENT_DESC]
+    return [e for d in descs for e in pd.event_desc_attrs(d)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_converted_samples_hold_the_user_stack(tmp_path, kind, out_kind):
+    """Each sample written with the callchain it would have had if the
+    kernel had walked the user stack in place (kernel part,
+    PERF_CONTEXT_USER, the user addresses), or with its kernel part alone
+    where its record was lost, counted on stderr; in time order, every
+    other field as recorded; no deferred record, no compressed record,
+    no defer bit in any attr, and attrs no larger than they need be (a
+    perf older than the attr refuses a file)."""
+    src, out, r = converted(tmp_path, kind, out_kind)
+    assert f"{UNMERGED} samples without a deferred callchain" in r.stderr, r.stderr
+    attrs, features, records = pd.read(out)
+    types = {pd.record_type(rec) for rec in records}
+    assert pd.RECORD_CALLCHAIN_DEFERRED not in types, types
+    assert not types & {pd.RECORD_COMPRESSED, pd.RECORD_COMPRESSED2}, types
+    assert pd.HEADER_COMPRESSED not in features
+    for a, _ in attrs:
+        assert not pd.attr_flags(a) & (pd.ATTR_DEFER_CALLCHAIN | pd.ATTR_DEFER_OUTPUT), \
+            hex(pd.attr_flags(a))
+    if out_kind == "file":
+        # Nothing past the first 64 bytes is set in the crafted attr.
+        assert [len(a) for a, _ in attrs] == [64], [len(a) for a, _ in attrs]
+        # A pipe's features go to the header, where tools look for them.
+        assert pd.RECORD_HEADER_FEATURE not in types, types
+        assert features.get(pd.HEADER_HOSTNAME) == FEATURES[pd.HEADER_HOSTNAME]
+    # The rounds stay: a reader need not hold everything to the end.
+    order = [pd.record_type(rec) for rec in records]
+    assert pd.RECORD_FINISHED_ROUND in order[order.index(pd.RECORD_SAMPLE):], order
+    descs = event_descs(features, records)
+    assert descs and {name for _, name in descs} == {"cpu-clock"}, descs
+    assert not any(pd.attr_flags(a) & (pd.ATTR_DEFER_CALLCHAIN | pd.ATTR_DEFER_OUTPUT)
+                   for a, _ in descs), descs
+
+    samples = [pd.parse_sample(pd.SAMPLE_TYPE, rec) for rec in records
+               if pd.record_type(rec) == pd.RECORD_SAMPLE]
+    got = {(s["tid"][1], s["time"][0]): list(s["callchain"]) for s in samples}
+    assert len(samples) == SAMPLES and got == expected_chains(tmp_path), got
+    assert [s["time"] for s in samples] == sorted(s["time"] for s in samples)
+    assert all(s["ip"] == (pd.KERNEL_IPS[0],) and s["tid"][0] == s["tid"][1]
+               and s["period"] == (1000000,) for s in samples), samples
+
+
+def test_output_is_in_time_order(tmp_path, out_kind):
+    """Two CPU buffers written one after the other in a round, as perf
+    record writes them: the samples of both threads interleave in time,
+    and come out in time order, each merged with its own record."""
+    src = str(tmp_path / "buffers.data")
+    cpu0 = [pd.deferred_sample(100, 100, t, pd.KERNEL_IPS, 0x1001) for t in (10, 12)]
+    cpu1 = [pd.deferred_sample(101, 101, t, pd.KERNEL_IPS, 0x1002) for t in (11, 13)]
+    pd.write(src, [pd.comm(100, 100, "t0", 1), pd.comm(101, 101, "t1", 2),
+                   *cpu0, pd.callchain_deferred(100, 100, 14, 0x1001, pd.USER_IPS),
+                   *cpu1, pd.callchain_deferred(101, 101, 15, 0x1002, pd.USER_IPS),
+                   pd.finished_round()])
+    out = str(tmp_path / ("out.pipe" if out_kind == "pipe" else "out.data"))
+    assert convert(src, out).returncode == 0
+    samples = [pd.parse_sample(pd.SAMPLE_TYPE, rec) for rec in pd.read(out)[2]
+               if pd.record_type(rec) == pd.RECORD_SAMPLE]
+    assert [(s["time"][0], s["tid"][1], list(s["callchain"])) for s in samples] == \
+        [(10, 100, MERGED_CHAIN), (11, 101, MERGED_CHAIN), (12, 100, MERGED_CHAIN),
+         (13, 101, MERGED_CHAIN)], samples
+
+
+def test_recorded_build_ids_are_kept(tmp_path):
+    """The build-ids of the recording (its HEADER_BUILD_ID) hold for the
+    converted one: perf inject alone writes only those of the DSOs it saw
+    hit, none here."""
+    src, out = str(tmp_path / "bid.data"), str(tmp_path / "out.data")
+    bid = bytes(range(1, 21))
+    pd.deferred_recording(src, features={pd.HEADER_BUILD_ID: pd.build_id_feature(bid, "/bin/app")})
+    assert convert(src, out).returncode == 0
+    assert perf("buildid-list", "-i", out).stdout.split() == [bid.hex(), "/bin/app"]
+
+
+def test_other_sample_fields_are_kept_byte_for_byte(tmp_path, out_kind):
+    """Two events, their samples with an identifier, id, cpu and raw data
+    after the callchain: the converted sample is the recorded one, its
+    callchain replaced; the dummy event, which has no callchain, converts
+    too."""
+    st = pd.SAMPLE_TYPE | pd.SAMPLE_IDENTIFIER | pd.SAMPLE_ID | pd.SAMPLE_CPU | pd.SAMPLE_RAW
+    chain = [pd.CONTEXT_KERNEL] + pd.KERNEL_IPS + [pd.CONTEXT_USER_DEFERRED, 0x1001]
+    samples = [pd.sample_of(st, 100, 100, 5 + i, chain, ident=11, cpu=i,
+                            raw=bytes(range(i, i + 12))) for i in range(3)]
+    src = str(tmp_path / "two-events.data")
+    pd.write(src, [pd._record(pd.RECORD_COMM, 0, struct.pack("<II", 100, 100) +
+                              b"t0\0\0\0\0\0\0" + pd.trailer_of(st, 100, 100, 1, 11)),
+                   *samples,
+                   pd.callchain_deferred_of(st, 100, 100, 9, 0x1001, pd.USER_IPS, ident=11)],
+             attrs=[pd.attr(sample_type=st),
+                    pd.attr(sample_type=st & ~pd.SAMPLE_CALLCHAIN,
+                            config=pd.PERF_COUNT_SW_DUMMY, flags=pd.ATTR_SAMPLE_ID_ALL)],
+             ids=[[11], [22]])
+    out = str(tmp_path / ("out.pipe" if out_kind == "pipe" else "out.data"))
+    r = convert(src, out)
+    assert r.returncode == 0, r.stderr
+    got = [rec for rec in pd.read(out)[2] if pd.record_type(rec) == pd.RECORD_SAMPLE]
+    at = pd.parse_sample(st, samples[0])["callchain_at"]
+    want = [s[:at] + struct.pack("<Q%dQ" % len(MERGED_CHAIN), len(MERGED_CHAIN), *MERGED_CHAIN)
+            + s[at + 8 * (1 + len(chain)):] for s in samples]
+    want = [struct.pack("<IHH", pd.RECORD_SAMPLE, pd.MISC_KERNEL, len(w)) + w[8:] for w in want]
+    assert got == want
+
+
+def test_without_the_option_records_pass_through(tmp_path):
+    """perf inject alone still writes what was recorded (the defer bits
+    and the deferred records), which only a reader that merges reads."""
+    src = recording(tmp_path, "file")
+    out = str(tmp_path / "injected.data")
+    perf("inject", "-i", src, "-o", out)
+    attrs, _, records = pd.read(out)
+    assert pd.attr_flags(attrs[0][0]) & pd.ATTR_DEFER_CALLCHAIN
+    assert sum(pd.record_type(r) == pd.RECORD_CALLCHAIN_DEFERRED for r in records) == 7
+
+
+# --- what it refuses ---------------------------------------------------
+
+def has_dwarf_unwinder():
+    out = perf("version", "--build-options").stdout
+    return bool(re.search(r"dwarf-unwind: \[ on", out))
+
+
+@pytest.mark.parametrize("pipe", [False, True])
+def test_dwarf_recording_needs_an_unwinder(tmp_path, pipe):
+    """A --call-graph dwarf recording: unwound where this perf has an
+    unwinder and the data is a file, as upstream perf 7.2 does; refused
+    in a pipe; refused, saying why, by a perf built without libdw and
+    libunwind (the guest's static perf)."""
+    st = pd.SAMPLE_TYPE | pd.SAMPLE_REGS_USER | pd.SAMPLE_STACK_USER
+    src = str(tmp_path / ("dwarf.pipe" if pipe else "dwarf.data"))
+    pd.write(src, [pd.comm(100, 100, "t0", 1)],
+             attrs=[pd.attr(sample_type=st, flags=pd.ATTR_SAMPLE_ID_ALL)], pipe=pipe)
+    r = convert(src, str(tmp_path / "out.data"))
+    print(r.stderr)
+    if not has_dwarf_unwinder():
+        assert r.returncode != 0
+        assert re.search(r"event cpu-clock\S* has DWARF callchains, and this perf was "
+                         r"built without a DWARF unwinder", r.stderr), r.stderr
+    elif pipe:
+        assert r.returncode != 0 and "unwound in a file only" in r.stderr, r.stderr
+    else:
+        assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("pipe", [False, True])
+def test_recording_without_deferred_callchains_is_refused(tmp_path, pipe):
+    src = str(tmp_path / ("classic.pipe" if pipe else "classic.data"))
+    pd.write(src, [pd.comm(100, 100, "t0", 1),
+                   pd.sample(100, 100, 5, KERNEL_CHAIN)],
+             attrs=[pd.attr(flags=pd.ATTR_SAMPLE_ID_ALL)], pipe=pipe)
+    r = convert(src, str(tmp_path / "out.data"))
+    assert r.returncode != 0
+    assert re.search(r"event cpu-clock\S* has neither deferred \(--call-graph fp,defer\) "
+                     r"nor DWARF \(--call-graph dwarf\) user callchains", r.stderr), r.stderr
+
+
+@pytest.mark.parametrize("opt", ["-b", "-B", "--buildid-all", "--mmap2-buildid-all",
+                                 "-s", "-j"])
+def test_options_writing_samples_their_own_way_are_refused(tmp_path, opt):
+    r = convert(recording(tmp_path, "file"), str(tmp_path / "out.data"), PERF, opt)
+    assert r.returncode != 0
+    assert "--convert-callchain cannot be combined with" in r.stderr, r.stderr
+
+
+def test_sample_too_large_for_a_record_is_refused(tmp_path):
+    """A merged callchain past a record's 64 KiB: refused, not cut."""
+    kernel = [0xffffffff81000000 + 8 * i for i in range(32)]
+    src = str(tmp_path / "large.data")
+    pd.write(src, [pd.comm(100, 100, "t0", 1),
+                   pd.deferred_sample(100, 100, 5, kernel, 0x1001),
+                   pd.callchain_deferred(100, 100, 6, 0x1001,
+                                         [0x400000 + i for i in range(8180)])])
+    r = convert(src, str(tmp_path / "out.data"))
+    assert r.returncode != 0
+    assert "a sample with 8214 callchain entries is too large for a record" in r.stderr, \
+        r.stderr
+
+
+# --- the same under AddressSanitizer -------------------------------------
+
+needs_asan = pytest.mark.skipif(not os.access(PERF_ASAN, os.X_OK),
+                                reason=f"no ASan perf ({PERF_ASAN}): run 'make test-perf'")
+
+
+def asan_clean(r):
+    assert "ERROR: AddressSanitizer" not in r.stderr and r.returncode not in (98, -6, -11), \
+        r.stderr[-3000:]
+
+
+def data_records(path):
+    return [r for r in pd.read(path)[2] if pd.record_type(r) != pd.RECORD_HEADER_FEATURE]
+
+
+@needs_asan
+@pytest.mark.parametrize("kind", KINDS)
+def test_asan_converts_the_same(tmp_path, kind, out_kind):
+    src, out, _ = converted(tmp_path, kind, out_kind)
+    asan_out = os.path.join(os.path.dirname(out), "asan" + os.path.splitext(out)[1])
+    r = convert(src, asan_out, PERF_ASAN)
+    asan_clean(r)
+    assert r.returncode == 0, r.stderr
+    # Not the features: CMDLINE names each perf's path.
+    assert data_records(asan_out) == data_records(out)
+
+
+@needs_asan
+@pytest.mark.parametrize("pipe", [False, True])
+@pytest.mark.parametrize("size,nr", [(20, None), (32, None), (None, 4), (None, 1 << 60)])
+def test_asan_malformed_record_refused(tmp_path, pipe, size, nr):
+    """A record cut short or claiming more addresses than it holds: the
+    conversion stops at it, with its offset, touching nothing past it."""
+    rec = pd.callchain_deferred(100, 100, 6, 0x1001, pd.USER_IPS, size=size)
+    if nr is not None:
+        rec = rec[:16] + nr.to_bytes(8, "little") + rec[24:]
+    src = str(tmp_path / ("hostile.pipe" if pipe else "hostile.data"))
+    pd.write(src, [pd.comm(100, 100, "t0", 1),
+                   pd.deferred_sample(100, 100, 5, pd.KERNEL_IPS, 0x1001), rec], pipe=pipe)
+    r = convert(src, str(tmp_path / "out.data"), PERF_ASAN)
+    asan_clean(r)
+    assert r.returncode != 0 and "malformed PERF_RECORD_CALLCHAIN_DEFERRED" in r.stderr, \
+        r.stderr
+
+
+# --- the readers -------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def fetched():
+    """{suite: directory} of the Debian readers, fetched once a run."""
+    out = {}
+    for suite in perfreaders.SUITES:
+        try:
+            out[suite] = perfreaders.fetch(suite)
+        except perfreaders.FetchError as e:
+            out[suite] = e
+        else:
+            print(f"{suite}: {perfreaders.versions(suite, out[suite])}")
+    return out
+
+
+@pytest.fixture(params=["ours", "perf-6.1", "perf-6.12", "perf-7.2", "perfparser"])
+def reader(request):
+    """(name, command) of a reader, on its own libraries."""
+    name = request.param
+    if name == "ours":
+        return name, [PERF]
+    if name == "perf-7.2":
+        if not os.access(PERF_UPSTREAM, os.X_OK):
+            pytest.skip(f"no upstream perf ({PERF_UPSTREAM}): run 'make perf-upstream'")
+        return name, [PERF_UPSTREAM]
+    suite, _, program = perfreaders.READERS[name]
+    dest = request.getfixturevalue("fetched")[suite]
+    if isinstance(dest, Exception):
+        pytest.skip(f"{name} cannot be fetched: {dest}")
+    missing = perfreaders.missing_libraries(dest, program)
+    assert not missing, f"{name} lacks {missing}: add their packages to ci/perfreaders.py"
+    return name, perfreaders.command(dest, program)
+
+
+def ns(text):
+    """'0.000001002' seconds, as perf prints times with --ns"""
+    sec, frac = text.split(".")
+    return int(sec) * 10**9 + int(frac.ljust(9, "0"))
+
+
+def script_stacks(cmd, path):
+    """(tid, time, addresses) of each sample, in the order perf script
+    prints them; a frame whose symbol is "(cookie)", the one our perf
+    prints where an unmerged sample's user part would be, is left out."""
+    r = run(cmd + ["script", "--ns", "-F", "tid,time,ip,sym", "-i", input_arg(path)], path)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")[-2000:]
+    out = []
+    for b in blocks(r.stdout.decode()):
+        tid, time = b[0].split()[:2]
+        ips = [int(line.split()[0], 16) for line in b[1:] if "(cookie)" not in line]
+        out.append((int(tid), ns(time.rstrip(":")), ips))
+    return out
+
+
+def report_stacks(cmd, path, tmp_path):
+    """(time, addresses) of each sample as perf report shows it: one
+    entry per sample (sorted by time at a nanosecond quantum), its
+    callchain flat; no kernel symbols (the host's kallsyms could name the
+    crafted addresses)."""
+    kallsyms = tmp_path / "kallsyms"
+    kallsyms.write_text("")
+    r = run(cmd + ["report", "--stdio", "--no-children", "--ns", "--sort", "time",
+                   "--time-quantum", "1ns", "-g", "flat,0,callee,address",
+                   "--kallsyms", str(kallsyms), "--symfs", str(tmp_path),
+                   "-i", input_arg(path)], path)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")[-2000:]
+    out = []
+    for line in r.stdout.decode().splitlines():
+        m = re.match(r"\s+[\d.]+%\s+(\d+\.\d+)\s*$", line)
+        if m:
+            out.append((ns(m.group(1)), []))
+        elif re.match(r"\s+0x[0-9a-f]+\s*$", line) and out:
+            out[-1][1].append(int(line, 16))
+    return sorted(out)
+
+
+def perfparser_stacks(cmd, path, tmp_path):
+    """(tid, time, addresses) of each sample perfparser writes, in time
+    order; kernel symbols from a crafted kallsyms (it reads the host's
+    otherwise), no system root."""
+    kallsyms = tmp_path / "kallsyms"
+    kallsyms.write_text("".join(f"{ip:x} T crafted_{i}\n"
+                                for i, ip in enumerate(pd.KERNEL_IPS)))
+    opts = ["--kallsyms", str(kallsyms), "--sysroot", str(tmp_path)]
+    r = run(cmd + opts + ([] if is_pipe(path) else ["--input", path]), path)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")[-2000:]
+    samples, errors = perfreaders.perfparser_samples(r.stdout)
+    assert not errors, errors
+    return sorted(samples, key=lambda s: s[1])
+
+
+def without_perfparsers_guess(stack):
+    """perfparser (perfunwind.cpp's resolveCallchain) puts the sample's
+    own ip before the first user frame when they differ, taking it for a
+    frame the kernel skipped: for a sample taken in the kernel that is
+    its first kernel address again."""
+    k = len(pd.KERNEL_IPS)
+    if len(stack) > k and stack[k] == pd.KERNEL_IPS[0]:
+        return stack[:k] + stack[k + 1:]
+    return stack
+
+
+def stacks(name, cmd, path, tmp_path):
+    """Each reader's view: perf's through script and report, perfparser's."""
+    if name == "perfparser":
+        return {"perfparser": [(tid, t, without_perfparsers_guess(s))
+                               for tid, t, s in perfparser_stacks(cmd, path, tmp_path)]}
+    return {"script": script_stacks(cmd, path), "report": report_stacks(cmd, path, tmp_path)}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_readers_print_the_stacks_of_the_original(tmp_path, kind, out_kind, reader):
+    """Every sample of the converted data, read by each reader, has the
+    stack our perf prints for it in the original (14 with their user
+    part, 4 without); and a reader that knows nothing of deferred
+    callchains does not print them from the original (the check sees a
+    missing user part). Upstream perf 7.2 knows them: the conversion is
+    its to read, the original too."""
+    name, cmd = reader
+    src, out, _ = converted(tmp_path, kind, out_kind)
+    want = script_stacks([PERF], src)
+    assert len(want) == SAMPLES
+    assert sum(s[2] == pd.KERNEL_IPS + pd.USER_IPS for s in want) == SAMPLES - UNMERGED
+    assert sum(s[2] == pd.KERNEL_IPS for s in want) == UNMERGED
+    got = stacks(name, cmd, out, tmp_path)
+    for how, view in got.items():
+        print(f"{name} {how}: {len(view)} samples")
+        if how == "report":
+            assert view == sorted((t, s) for _, t, s in want), view
+        elif how == "perfparser":
+            assert view == sorted(want, key=lambda s: s[1]), view
+        else:
+            assert view == want, view
+    if name in ("perf-6.1", "perf-6.12", "perfparser"):
+        try:
+            before = stacks(name, cmd, src, tmp_path)
+        except AssertionError as e:  # the reader fails on it
+            print(f"{name} on the original: {str(e)[:300]}")
+        else:
+            assert before != got, f"{name} reads the user stacks of the original"
