@@ -80,10 +80,12 @@ def subject(path):
 
 
 def kernel_fixes():
-    """The fixes of the kernel, as doc/kernel.md counts them: not perf
-    tools' (test_docs.py's rule)."""
-    return [n for n, p in FIXES.items() if not re.match(
-        r"perf (tools|session|tests|report|python)", subject(p))]
+    """The numbers of the fixes of the kernel, as doc/kernel.md counts
+    them: those that change a file outside tools/ (perf tools' change
+    tools/ alone)."""
+    return sorted(n for n, p in FIXES.items()
+                  if any(not f.startswith("tools/") for f in re.findall(
+                      r"^\+\+\+ b/(\S+)", open(p).read(), re.M)))
 
 
 def patched_files():
