@@ -35,5 +35,6 @@ def test_test_and_test_perf_name_the_trees_builds(tmp_path):
 
 def test_each_perf_case_runs_in_one_target():
     test, perf = pytest_line("test"), pytest_line("test-perf")
-    assert "--ignore=tests/test_perf_tools.py" in test, test
-    assert perf.split()[-1] == "tests/test_perf_tools.py", perf
+    for f in ("tests/test_perf_tools.py", "tests/test_perf_convert.py"):
+        assert f"--ignore={f}" in test, test
+        assert f in perf.split(), perf
