@@ -1,0 +1,159 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# make realstacks' guest runner (packed as /realstacks/run.sh by
+# ci/guest/mkinitramfs.sh; ci/guest/init runs it when the kernel command
+# line says vmtest.realstacks=PLAN). It runs on the host too:
+#
+#   RS=build/realstacks/guest PERF=/path/to/perf sh run.sh [PLAN]
+#
+# PLAN: "all", or PROGRAM:BUILD pairs separated by commas (xz:fp,gzip:deb;
+# "all" for every program or build: sqlite3:all, all:sframe). For each pair and each
+# mode, deferred (perf record --call-graph fp,defer) and in place
+# (--call-graph fp), it runs the program's fixed workload under perf
+# record, every entry of the traced system calls sampled (-c 1), with the
+# shim preloaded into the program (ld.so --preload: the shell and
+# busybox around it never get it), then perf script, then checks the
+# workload's output. The shim's log, perf script's text and both perf
+# commands' messages go to stdout as a gzipped tar in base64 between
+# "# realstacks-data: NAME" and "# realstacks-data-end: NAME" lines;
+# the host compares them (ci/judge/realstacks/). Exit 0 when every run
+# was made, 1 when one could not be (named on a "# realstacks-error:"
+# line), 2 for a bad plan.
+#
+#   run.sh workload PROGRAM COMMAND...   the workload alone (under perf)
+RS=${RS:-$(cd "$(dirname "$0")" && pwd)}
+PERF=${PERF:-/bin/perf}
+W=${W:-/tmp/realstacks}
+TRACING=${TRACING:-/sys/kernel/tracing}
+PROGRAMS="xz gzip sqlite3"
+BUILDS="deb fp sframe"
+MODES=${REALSTACKS_MODES:-"deferred inplace"}
+# Absolute paths: each run works in a directory of its own
+RS=$(cd "$RS" && pwd)
+case $PERF in */*) PERF=$(cd "$(dirname "$PERF")" && pwd)/${PERF##*/} ;; esac
+mkdir -p "$W" && W=$(cd "$W" && pwd)
+bb() { # a busybox applet whatever the PATH holds (the host's own tools too)
+	if command -v busybox >/dev/null 2>&1; then busybox "$@"; else "$@"; fi
+}
+
+# The system calls each program's entries are taken at: the ones it makes
+# through libc's exported functions (the shim sees only those).
+calls_of() {
+	case $1 in
+	xz | gzip) echo read,write ;;
+	sqlite3) echo read,write,pread64,pwrite64 ;;
+	esac
+}
+
+# workload PROGRAM COMMAND...: PROGRAM's fixed work, in the current
+# directory, COMMAND running the program.
+workload() {
+	prog=$1
+	shift
+	case $prog in
+	xz)
+		"$@" -T1 -6 -c "$RS/input/data.txt" >out.xz &&
+			"$@" -T1 -d -c out.xz >out.txt ;;
+	gzip)
+		"$@" -6 -n -c "$RS/input/data.txt" >out.gz &&
+			"$@" -d -c out.gz >out.txt ;;
+	sqlite3)
+		rm -f db.sqlite &&
+			"$@" db.sqlite <"$RS/input/build.sql" >out.txt &&
+			"$@" db.sqlite <"$RS/input/query.sql" >>out.txt ;;
+	*) return 2 ;;
+	esac
+}
+
+# check PROGRAM: the workload's output, as a word
+check() {
+	case $1 in
+	xz | gzip) bb cmp -s "$RS/input/data.txt" out.txt && echo ok || echo wrong-output ;;
+	sqlite3) echo "md5=$(bb md5sum <out.txt | bb cut -d' ' -f1)" ;;
+	esac
+}
+
+if [ "${1:-}" = workload ]; then
+	shift
+	workload "$@"
+	exit $?
+fi
+
+plan=${1:-all}
+[ "$plan" = all ] && plan=all:all
+rows=
+for want in $(echo "$plan" | bb tr , ' '); do
+	case $want in
+	*:*) ;;
+	*) echo "# realstacks-error: plan item '$want' is not PROGRAM:BUILD"; exit 2 ;;
+	esac
+	wp=${want%%:*} wb=${want#*:}
+	[ "$wp" = all ] && wp='*'
+	[ "$wb" = all ] && wb='*'
+	hit=
+	for p in $PROGRAMS; do
+		for b in $BUILDS; do
+			# shellcheck disable=SC2254
+			case $p in $wp) ;; *) continue ;; esac
+			# shellcheck disable=SC2254
+			case $b in $wb) ;; *) continue ;; esac
+			hit=y
+			case " $rows " in *" $p:$b "*) ;; *) rows="$rows $p:$b" ;; esac
+		done
+	done
+	[ -n "$hit" ] || { echo "# realstacks-error: plan item '$want' names no program and build"; exit 2; }
+done
+
+echo "# realstacks-start: kernel=$(uname -r) plan=$plan rows=$(echo $rows | wc -w)"
+echo "# realstacks-perf: $("$PERF" --version 2>&1 | head -1)"
+[ -r "$RS/manifest" ] && sed 's/^/# realstacks-manifest: /' "$RS/manifest"
+status=0 runs=0
+for row in $rows; do
+	prog=${row%%:*} build=${row#*:}
+	calls=$(calls_of "$prog")
+	events=
+	for c in $(echo "$calls" | bb tr , ' '); do
+		id=$(cat "$TRACING/events/syscalls/sys_enter_$c/id" 2>/dev/null)
+		if [ -z "$id" ]; then
+			echo "# realstacks-error: no tracepoint syscalls/sys_enter_$c under $TRACING"
+			exit 1
+		fi
+		events="$events -e tracepoint/config=$id,name=$c/"
+	done
+	for mode in $MODES; do
+		case $mode in
+		deferred) cg=fp,defer merge=--no-merge-callchains ;;
+		inplace) cg=fp merge= ;;
+		*) echo "# realstacks-error: mode '$mode'"; exit 2 ;;
+		esac
+		name=$prog-$build-$mode
+		dir=$W/$name
+		rm -rf "$dir"
+		mkdir -p "$dir/work"
+		# The program through bookworm's loader, the shim preloaded
+		cmd="$RS/lib/ld-linux-x86-64.so.2 --library-path $RS/lib --preload $RS/shim.so $RS/$build/$prog"
+		# shellcheck disable=SC2086
+		(cd "$dir/work" && REALSTACKS_LOG=$dir/shim.log REALSTACKS_CALLS=$calls \
+			"$PERF" record -k monotonic $events -c 1 --call-graph "$cg" \
+			--user-callchain --user-regs=di,si,dx -o "$dir/perf.data" \
+			-- /bin/sh "$RS/run.sh" workload "$prog" $cmd) \
+			>"$dir/record.out" 2>"$dir/record.err"
+		rc=$?
+		ok=$(cd "$dir/work" && check "$prog")
+		# shellcheck disable=SC2086
+		"$PERF" script -i "$dir/perf.data" -F tid,time,event,ip,sym,uregs --ns \
+			$merge >"$dir/script.txt" 2>"$dir/script.err"
+		src=$?
+		runs=$((runs + 1))
+		echo "# realstacks-run: program=$prog build=$build mode=$mode calls=$calls record=$rc script=$src check=$ok"
+		[ "$rc" = 0 ] && [ "$src" = 0 ] || status=1
+		echo "# realstacks-data: $name"
+		(cd "$dir" && bb tar -cf - shim.log script.txt record.err script.err 2>/dev/null) |
+			bb gzip -c | bb base64
+		echo "# realstacks-data-end: $name"
+		rm -rf "$dir"
+	done
+done
+echo "# realstacks-end: runs=$runs"
+exit $status
