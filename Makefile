@@ -84,6 +84,12 @@ RUN_DIR    := $(OUT)/vmtest$(ASFX)-$(CONFIG)$(if $(filter-out off no 0,$(SLOW)),
 # (SMP= overrides): timed runs under TCG do not share a core.
 BENCH      ?= full
 BENCH_SMP  := $(if $(filter command line,$(origin SMP)),$(SMP),$(shell nproc))
+# make realstacks: REALSTACKS=all, or PROGRAM:BUILD pairs (xz:fp,sqlite3:all;
+# programs xz gzip sqlite3, builds deb fp sframe): real programs' deferred
+# stacks against glibc's backtrace() (doc/realstacks.md), x86-64 only.
+REALSTACKS ?= all
+REALSTACKS_OUT := $(BUILD)/realstacks
+REALSTACKS_INITRD := $(OUT)/initramfs-realstacks.cpio.gz
 # make stress: STRESS_S seconds of fuzzing and lifecycle storms on the
 # stress kernel (debug + kmemleak), in a guest with SMP vCPUs.
 STRESS_S   ?= 180
@@ -107,7 +113,8 @@ export EXPECT_FEATURE
 .PHONY: help deps tree apply export export-check kernel toolchains selftests perf perf-asan perf-upstream perf-python initramfs vmtest test-perf \
 	upstream-tree vmtest-upstream \
 	verdict vmtest-debug stress stress-kcsan stress-rt stress-run test checkpatch apply-fresh bisect-build check \
-	kunit clean kernel-doc sparse submit-check send bench mutate golden fuzz matrix
+	kunit clean kernel-doc sparse submit-check send bench mutate golden fuzz matrix \
+	realprograms initramfs-realstacks realstacks
 
 help: ## list the targets
 	@echo "usage: make TARGET [KERNEL=DIR] [ARCH=x86_64|arm64] [CONFIG=normal|debug|rt|rt-debug|debian|debian-rt|stress|kcsan|nounwind] [FILTER=gtest-filter] [PERF_TREE=DIR] [SLOW=on]"
@@ -177,6 +184,16 @@ verdict: ## judge a saved run again without booting: make verdict RUN=DIR
 
 bench: kernel initramfs ## what deferral saves and costs, one guest run: table, CSV/JSON, plot (BENCH=quick|full)
 	@bash ci/judge/bench.sh "$(KOBJ)" "$(INITRD)" "$(OUT)/bench$(ASFX)" "$(BENCH_SMP)" "$(BENCH)"
+
+realprograms: deps toolchains ## fetch and build make realstacks' programs (Debian's xz, gzip, sqlite3: as packaged, with frame pointers, with SFrame) into build/realstacks
+	@bash ci/build/realprograms.sh $(REALSTACKS_OUT)
+
+initramfs-realstacks: selftests perf realprograms $(TREE_DEP) ## make initramfs plus make realstacks' programs under /realstacks
+	@PERF_BIN="$(PERF_OUT)/perf" REALSTACKS_DIR="$(REALSTACKS_OUT)/guest" \
+		bash ci/guest/mkinitramfs.sh $(REALSTACKS_INITRD) $(ST_INSTALL) $(KSRC)
+
+realstacks: kernel initramfs-realstacks ## real programs' deferred stacks against glibc's backtrace(), one guest run: the table (REALSTACKS=all|PROG:BUILD,...)
+	@bash ci/judge/realstacks.sh "$(KOBJ)" "$(REALSTACKS_INITRD)" "$(OUT)/realstacks" "$(SMP)" "$(REALSTACKS)"
 
 stress: ## fuzz and lifecycle storms on the debug kernel + kmemleak, STRESS_S seconds: counts and verdict
 	@$(MAKE) --no-print-directory stress-run CONFIG=stress

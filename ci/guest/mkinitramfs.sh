@@ -21,6 +21,10 @@
 # importing what selftests/perf_python_test.py imports loads (found by
 # doing those imports on the host with python3 -IS, as the test runs);
 # /selftests/perf_python_test runs it.
+# REALSTACKS_DIR, when set, is make realstacks' tree (ci/build/realprograms.sh:
+# real programs, the libraries they run on, the shim, the runner),
+# packed as it is under /realstacks (ci/guest/init runs
+# /realstacks/run.sh when the command line says vmtest.realstacks=).
 # VMTEST_ARCH (make's ARCH=) picks the guest architecture: another one
 # than the host's gets its busybox-static from Debian (ci/guest/<arch>.py's
 # BUSYBOX_DEB), and the files its LEFT_OUT names are not packed: they are
@@ -119,6 +123,21 @@ python_files() {
 	done
 	echo "file $stdlib/lib-dynload/perf$suffix $(strip_copy "$stage/pymod/perf$suffix" "$stdlib/lib-dynload/perf$suffix") 0755 0 0"
 }
+# tree_files DIR GUEST_DIR: gen_init_cpio lines for DIR's whole tree as
+# GUEST_DIR, modes kept, in a stable order.
+tree_files() {
+	local src=$1 dst=$2 rel mode
+	echo "dir $dst 0755 0 0"
+	(cd "$src" && find . -mindepth 1 -printf '%y %m %P\n' | LC_ALL=C sort -k3) |
+		while read -r kind mode rel; do
+			case $kind in
+			d) echo "dir $dst/$rel 0$mode 0 0" ;;
+			f) echo "file $dst/$rel $src/$rel 0$mode 0 0" ;;
+			l) echo "slink $dst/$rel $(readlink "$src/$rel") 0777 0 0" ;;
+			*) die "$src/$rel: neither file, directory nor symbolic link" ;;
+			esac
+		done
+}
 {
 	for d in /bin /sbin /dev /proc /sys /tmp /selftests; do
 		echo "dir $d 0755 0 0"
@@ -155,6 +174,11 @@ python_files() {
 	fi
 	if [ -n "${PERF_PYTHON:-}" ]; then
 		python_files
+	fi
+	if [ -n "${REALSTACKS_DIR:-}" ]; then
+		[ -x "$REALSTACKS_DIR/run.sh" ] ||
+			die "REALSTACKS_DIR=$REALSTACKS_DIR has no run.sh: run 'make realprograms'"
+		tree_files "$REALSTACKS_DIR" /realstacks
 	fi
 	# Per-program timeouts and which programs may run side by side.
 	if [ -f "$ROOT/selftests/settings" ]; then

@@ -5,7 +5,8 @@ usage: python3 -m ci.guest.vm --kernel BZIMAGE --initrd CPIO --out DIR
              [--kernel-config FILE] [--smp N] [--mem M]
              [--timeout S] [--filter GTEST_FILTER] [--jobs N]
              [--accel kvm|tcg] [--bench PLAN] [--stress SECONDS]
-             [--stress-args A,B] [--stuck-grace S] [--slow N]
+             [--stress-args A,B] [--realstacks PLAN] [--stuck-grace S]
+             [--slow N]
 
 The one writer of the run directory DIR, made anew: DIR/console.log
 (ttyS0: boot log, KUnit, splats), DIR/results.log (ttyS1: the selftests'
@@ -150,6 +151,8 @@ def command(a, qemu, accel_args, arch):
         append += f" vmtest.stress={a.stress}"
     if a.stress_args:
         append += f" vmtest.stress_args={a.stress_args}"
+    if getattr(a, "realstacks", ""):
+        append += f" vmtest.realstacks={a.realstacks}"
     return cmd + ["-append", append]
 
 
@@ -225,6 +228,9 @@ def main(argv=None):
     ap.add_argument("--stress-args", default="",
                     help="more options for the stress program, comma "
                     "separated")
+    ap.add_argument("--realstacks", default="",
+                    help="run make realstacks' guest runner with this plan "
+                    "(all, or PROGRAM:BUILD,...) instead of the tests")
     ap.add_argument("--stuck-grace", type=float, default=5,
                     help="seconds the guest may go on printing after the "
                     "first stuck report (its stack, a hung task's lock "
@@ -282,7 +288,8 @@ def main(argv=None):
     cmd = command(a, qemu, accel_args, arch)
     run = {"arch": arch.NAME, "accel": acc, "accel_reason": why, "smp": a.smp, "mem": a.mem,
            "timeout": a.timeout, "filter": a.filter, "jobs": a.jobs,
-           "bench": a.bench, "stress": a.stress, "slow": slow,
+           "bench": a.bench, "stress": a.stress,
+           "realstacks": a.realstacks, "slow": slow,
            "command": cmd}
     # SIGTERM (a cancelled CI job) ends vm.py through boot_once's finally.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
