@@ -63,3 +63,56 @@ def test_perf_and_upstream_perf_of_one_basename_stay_apart(tmp_path):
     assert files["bin/perf"] == stripped(tmp_path, "/bin/true")
     assert files["bin/perf-upstream"] == stripped(tmp_path, "/bin/false")
     assert files["selftests/perf"] == stripped(tmp_path, "/bin/true")
+
+
+def cpio_entries(path):
+    """name -> (mode, data) of every entry of a gzipped newc archive (a
+    symbolic link's data is its target)."""
+    data, out, at = gzip.open(path).read(), {}, 0
+    while at + 110 <= len(data):
+        h = data[at:at + 110]
+        mode, size, namesize = (int(h[6 + 8 * i:14 + 8 * i], 16) for i in (1, 6, 11))
+        name = data[at + 110:at + 110 + namesize - 1].decode()
+        at = (at + 110 + namesize + 3) & ~3
+        if name == "TRAILER!!!":
+            break
+        out[name] = (mode, data[at:at + size])
+        at = (at + size + 3) & ~3
+    return out
+
+
+def test_realstacks_tree_is_packed_as_it_is(tmp_path):
+    """make realstacks' tree (REALSTACKS_DIR) goes under /realstacks whole:
+    every file byte for byte with its mode (never stripped: .sframe and
+    symbols stay), directories, symbolic links."""
+    rs, tests = tmp_path / "guest", tmp_path / "selftests"
+    (rs / "fp").mkdir(parents=True)
+    tests.mkdir()
+    (rs / "run.sh").write_text("#!/bin/sh\n")
+    (rs / "run.sh").chmod(0o755)
+    shutil.copy("/bin/true", rs / "fp" / "prog")
+    (rs / "input.txt").write_text("data\n")
+    (rs / "input.txt").chmod(0o644)
+    os.symlink("fp/prog", rs / "link")
+    out = str(tmp_path / "initramfs.cpio.gz")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PERF_SHELL", "PERF_PYTHON", "PERF_BIN",
+                        "PERF_UPSTREAM_BIN")}
+    env["REALSTACKS_DIR"] = str(rs)
+    subprocess.run(["bash", SCRIPT, out, str(tests), KSRC], env=env, check=True,
+                   capture_output=True, timeout=300)
+    e = cpio_entries(out)
+    assert e["realstacks/fp/prog"] == (0o100755, open("/bin/true", "rb").read())
+    assert e["realstacks/run.sh"] == (0o100755, b"#!/bin/sh\n")
+    assert e["realstacks/input.txt"] == (0o100644, b"data\n")
+    # (gen_init_cpio writes a link's target with its NUL)
+    assert e["realstacks/link"] == (0o120777, b"fp/prog\0")
+    assert e["realstacks/fp"][0] == 0o40755
+    names = list(e)
+    assert names.index("realstacks") < names.index("realstacks/fp") < \
+        names.index("realstacks/fp/prog")
+    # A tree without its runner is refused
+    (rs / "run.sh").unlink()
+    p = subprocess.run(["bash", SCRIPT, out, str(tests), KSRC], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and "has no run.sh" in p.stderr, p.stderr
