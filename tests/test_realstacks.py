@@ -618,3 +618,39 @@ def test_the_runner_end_to_end_on_the_host(built, tmp_path, perf_ok):
             cli.summarize(parsed, guest=False)[0]}
     for key in (("xz", "deb"), ("gzip", "deb")):
         assert rows[key]["inplace"]["entries"] > 5, rows[key]
+
+
+def test_the_guest_is_told_the_plan(tmp_path):
+    """make realstacks' boot: vmtest.realstacks=PLAN on the command line
+    (ci/guest/init then runs /realstacks/run.sh PLAN and nothing else)."""
+    import argparse
+    from ci.guest import arch as guest_arch, vm
+    arch = guest_arch.load("x86_64")
+    a = argparse.Namespace(smp=2, mem="2G", kernel="bzImage", initrd="i.cpio",
+                           out=str(tmp_path), jobs=2, filter="", bench="",
+                           stress=0, stress_args="", realstacks="xz:fp,gzip:all")
+    cmd = vm.command(a, arch.QEMU, arch.TCG_ARGS, arch)
+    append = cmd[cmd.index("-append") + 1].split()
+    assert "vmtest.realstacks=xz:fp,gzip:all" in append
+    with open(os.path.join(ROOT, "ci", "guest", "init")) as f:
+        init = f.read()
+    assert re.search(r'realstacks=\$\(param realstacks\)\n.*?'
+                     r'/realstacks/run.sh "\$realstacks" >&3 2>&1\n\s*'
+                     r'echo "# vmtest-realstacks-exit: \$\?" >&3', init, re.S)
+
+
+@pytest.mark.parametrize("plan", ["xz:fp;reboot", "XZ:fp", "xz fp"])
+def test_a_plan_the_command_line_cannot_carry_is_refused(plan):
+    p = subprocess.run(["bash", os.path.join(ROOT, "ci", "judge", "realstacks.sh"),
+                        "kobj", "initrd", "out", "2", plan],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "REALSTACKS=" in p.stderr, p.stderr
+
+
+def test_the_runner_refuses_a_plan_naming_nothing(tmp_path):
+    env = dict(os.environ, RS=SHIM_DIR, PERF="/bin/true", W=str(tmp_path))
+    for plan, why in (("xz", "is not PROGRAM:BUILD"),
+                      ("python3:deb", "names no program and build")):
+        p = subprocess.run(["sh", os.path.join(SHIM_DIR, "run.sh"), plan],
+                           capture_output=True, text=True, env=env)
+        assert p.returncode == 2 and why in p.stdout, p.stdout

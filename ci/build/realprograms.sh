@@ -45,6 +45,9 @@ tc=$BUILD/toolchains
 PROGRAMS=(xz gzip sqlite3)
 BUILDS=(fp sframe)
 
+# sqlite3's build generates sources with Tcl (Debian's build-depends)
+command -v tclsh >/dev/null || bash "$ROOT/ci/build/deps.sh" tcl ||
+	die "could not install tcl (sqlite3's build needs tclsh)"
 for tool in gcc dpkg-buildflags tclsh make; do
 	command -v $tool >/dev/null || die "$tool missing: run 'make deps'"
 done

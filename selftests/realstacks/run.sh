@@ -136,7 +136,7 @@ for row in $rows; do
 		# shellcheck disable=SC2086
 		(cd "$dir/work" && REALSTACKS_LOG=$dir/shim.log REALSTACKS_CALLS=$calls \
 			"$PERF" record -k monotonic $events -c 1 --call-graph "$cg" \
-			--user-callchain --user-regs=di,si,dx -o "$dir/perf.data" \
+			--user-callchain --user-regs=di,si,dx -m 2M -o "$dir/perf.data" \
 			-- /bin/sh "$RS/run.sh" workload "$prog" $cmd) \
 			>"$dir/record.out" 2>"$dir/record.err"
 		rc=$?
