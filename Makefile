@@ -84,9 +84,10 @@ RUN_DIR    := $(OUT)/vmtest$(ASFX)-$(CONFIG)$(if $(filter-out off no 0,$(SLOW)),
 # (SMP= overrides): timed runs under TCG do not share a core.
 BENCH      ?= full
 BENCH_SMP  := $(if $(filter command line,$(origin SMP)),$(SMP),$(shell nproc))
-# make realstacks: REALSTACKS=all, or PROGRAM:BUILD pairs (xz:fp,sqlite3:all;
-# programs xz gzip sqlite3, builds deb fp sframe): real programs' deferred
-# stacks against glibc's backtrace() (doc/realstacks.md), x86-64 only.
+# make realstacks: REALSTACKS=all, or PROGRAM:BUILD[:ENTRY] items
+# (xz:fp,sqlite3:all,all:all:libc; programs xz gzip sqlite3, builds deb fp
+# sframe, entries shim (the default) libc): real programs' deferred stacks
+# against glibc's backtrace() (doc/realstacks.md), x86-64 only.
 REALSTACKS ?= all
 REALSTACKS_OUT := $(BUILD)/realstacks
 REALSTACKS_INITRD := $(OUT)/initramfs-realstacks.cpio.gz
@@ -192,7 +193,7 @@ initramfs-realstacks: selftests perf realprograms $(TREE_DEP) ## make initramfs 
 	@PERF_BIN="$(PERF_OUT)/perf" REALSTACKS_DIR="$(REALSTACKS_OUT)/guest" \
 		bash ci/guest/mkinitramfs.sh $(REALSTACKS_INITRD) $(ST_INSTALL) $(KSRC)
 
-realstacks: kernel initramfs-realstacks ## real programs' deferred stacks against glibc's backtrace(), one guest run: the table (REALSTACKS=all|PROG:BUILD,...)
+realstacks: kernel initramfs-realstacks ## real programs' deferred stacks against glibc's backtrace(), one guest run: the table (REALSTACKS=all|PROG:BUILD[:ENTRY],...)
 	@bash ci/judge/realstacks.sh "$(KOBJ)" "$(REALSTACKS_INITRD)" "$(OUT)/realstacks" "$(SMP)" "$(REALSTACKS)"
 
 stress: ## fuzz and lifecycle storms on the debug kernel + kmemleak, STRESS_S seconds: counts and verdict

@@ -1,16 +1,19 @@
 """make realstacks on the host, without a guest: the comparator
-(ci/judge/realstacks/) on logs made by hand (equal, one frame off, cut
-short, the caller skipped, no record, lost, told apart by time and
-arguments), the results channel's format, the table; the shim
-(selftests/realstacks/) preloaded into a program of known stack
-(tests/data/realstacks/calls.c); and, with the tree's perf (VMTEST_PERF,
-else build/out/linux/perf/perf) where the host lets it record a
-tracepoint, the shim's truth against the host kernel's in-place chains
-and selftests/realstacks/run.sh end to end on the host's own xz and gzip
-through busybox alone. The host kernel has no deferral: its deferred runs
-fall back, and the table says so."""
+(ci/judge/realstacks/) on logs made by hand (equal, equal through main,
+one frame off, cut short, the caller skipped, no record, lost, told apart
+by time and arguments; calls entering the kernel in the shim or in
+libc), the results channel's format, the table; the shim
+(selftests/realstacks/, built by its build-shim.sh with sid's binutils)
+preloaded into a program of known stack (tests/data/realstacks/calls.c);
+and, with the tree's perf (VMTEST_PERF, else build/out/linux/perf/perf)
+where the host lets it record a tracepoint, the shim's truth against the
+host kernel's in-place chains, selftests/realstacks/run.sh end to end on
+the host's own xz and gzip through busybox alone, and on make
+realprograms' builds when they are there. The host kernel has no
+deferral: its deferred runs fall back, and the table says so."""
 import base64
 import io
+import json
 import os
 import re
 import shutil
@@ -26,22 +29,27 @@ SHIM_DIR = os.path.join(ROOT, "selftests", "realstacks")
 CALLS_C = os.path.join(ROOT, "tests", "data", "realstacks", "calls.c")
 PERF = os.environ.get("VMTEST_PERF") or os.path.join(
     ROOT, "build", "out", "linux", "perf", "perf")
+SID_BIN = os.path.join(ROOT, "build", "toolchains", "sid", "bin")
+REALPROGRAMS = os.path.join(ROOT, "build", "realstacks", "guest")
 
 # A made-up address space: the shim, libc, the program.
 SHIM = (0x7000_0000, 0x7000_1000)
 LIBC = (0x7100_0000, 0x7120_0000)
 MAIN = (0x5500_0000, 0x5501_0000)
-SHIM_FRAMES = [0x7000_0100, 0x7000_0200]        # shim_enter, the stub
+SHIM_FRAMES = [0x7000_0100, 0x7000_0200]        # log_call, shim_call
+SHIM_ENTRY = [0x7000_0310, 0x7000_0250]         # after shim_syscall's
+                                                # syscall, into shim_call
 LIBC_IP = 0x7110_0010                           # after libc's syscall
 TRUTH = [0x5500_0100, 0x5500_0200, 0x5500_0300,  # caller, ..., main
          0x7100_0400, 0x7100_0500,              # libc's start code
          0x5500_0050]                           # _start
+MAIN_RA = 3                                     # main's, into libc
 COOKIE = 0x2a160003
 
 
-def header(pid=100):
+def header(pid=100, entry="shim"):
     return "\n".join([
-        f"S {pid} {SHIM[0]:x} {SHIM[1]:x}",
+        f"S {pid} {SHIM[0]:x} {SHIM[1]:x} {entry}",
         f"R {pid} write 7110_0000 {LIBC[0]:x} {LIBC[1]:x}".replace("_", ""),
         f"R {pid} read 7110_0100 {LIBC[0]:x} {LIBC[1]:x}".replace("_", ""),
         f"O {pid} {MAIN[0]:x} {MAIN[1]:x} [main]",
@@ -94,53 +102,131 @@ def only_verdict(res):
 T0 = 1000 * 10**9
 
 
+def deferred(kernel, entry_where="shim", truth=TRUTH):
+    """The one verdict of a call whose deferred record is kernel."""
+    return only_verdict(judge(header(entry=entry_where)
+                              + entry(0, T0, truth=truth),
+                              sample(T0 + 50, COOKIE)
+                              + record(T0 + 90, COOKIE, kernel)))
+
+
 def test_the_whole_stack_is_equal():
     res = judge(header() + entry(0, T0),
                 sample(T0 + 50, COOKIE) + record(T0 + 90, COOKIE,
-                                                 [LIBC_IP] + TRUTH))
-    assert only_verdict(res).outcome == "equal"
+                                                 SHIM_ENTRY + TRUTH))
+    v = only_verdict(res)
+    assert (v.outcome, v.through_main) == ("equal", True)
     assert res.other_samples == 0
+    assert (res.count("equal"), res.count_through_main()) == (1, 1)
+
+
+def test_the_shims_own_frames_are_dropped_however_many():
+    """The kernel's list starts at the shim's syscall instruction; every
+    leading frame in the shim's text is the shim's, the truth follows."""
+    for lead in ([SHIM_ENTRY[0]], SHIM_ENTRY, SHIM_ENTRY + [0x7000_0400]):
+        assert deferred(lead + TRUTH).outcome == "equal", lead
 
 
 def test_one_frame_off_is_wrong_at_its_depth():
     bad = list(TRUTH)
     bad[2] += 4
-    v = only_verdict(judge(header() + entry(0, T0),
-                           sample(T0 + 50, COOKIE)
-                           + record(T0 + 90, COOKIE, [LIBC_IP] + bad)))
-    assert v.outcome == "differs"
-    assert v.diagnosis == "wrong from depth 2 (in [main])"
+    v = deferred(SHIM_ENTRY + bad)
+    assert (v.outcome, v.diagnosis, v.through_main) == \
+        ("differs", "wrong from depth 2 (in [main])", False)
+
+
+def test_a_stack_ending_at_mains_return_address_is_equal_through_main():
+    """The frame pointer walk through Debian's __libc_start_call_main
+    (argc in %rbp): main's return address into libc is the last frame."""
+    v = deferred(SHIM_ENTRY + TRUTH[:MAIN_RA + 1])
+    assert (v.outcome, v.diagnosis, v.through_main) == \
+        ("differs", "stops 2 frames early (in libc.so.6)", True)
+
+
+def test_a_stack_ending_before_mains_return_address_is_not():
+    v = deferred(SHIM_ENTRY + TRUTH[:MAIN_RA])
+    assert (v.outcome, v.diagnosis, v.through_main) == \
+        ("differs", "stops 3 frames early (in libc.so.6)", False)
+
+
+def test_frames_after_mains_return_address_do_not_count_through_main():
+    """Equal through main asks nothing of the frames past main's return
+    address: wrong, missing or added, it holds."""
+    wrong_start = SHIM_ENTRY + TRUTH[:MAIN_RA + 1] + [0x7100_0999, 0x1234]
+    v = deferred(wrong_start)
+    assert (v.diagnosis, v.through_main) == \
+        ("wrong from depth 4 (in libc.so.6)", True)
+    v = deferred(SHIM_ENTRY + TRUTH + [0x1234])
+    assert (v.outcome, v.diagnosis, v.through_main) == \
+        ("differs", "1 frame past the end", True)
+
+
+def test_a_thread_is_equal_through_its_start_routine():
+    """A thread's truth ends in libc (start_thread, clone3): its start
+    routine's return address into start_thread is the frame."""
+    thread = TRUTH[:3] + [0x7100_0600, 0x7100_0700]
+    v = deferred(SHIM_ENTRY + thread[:4], truth=thread)
+    assert (v.diagnosis, v.through_main) == \
+        ("stops 1 frame early (in libc.so.6)", True)
+    v = deferred(SHIM_ENTRY + thread[:3], truth=thread)
+    assert v.through_main is False
+
+
+@pytest.mark.parametrize("truth, depth", [
+    # the main thread: program, main's return into libc, libc, _start
+    (TRUTH, MAIN_RA),
+    # a thread: program, the start routine's return into libc, libc
+    (TRUTH[:3] + [0x7100_0600, 0x7100_0700], 3),
+    # a callback from libc in the middle (qsort): the tail counts, only
+    ([0x5500_0100, 0x7100_0800, 0x5500_0200] + TRUTH[3:], 3),
+    # no libc at the end (a truth cut short): the whole truth
+    (TRUTH[:3], 2),
+    ([0x5500_0100, 0x7100_0800, 0x7000_0050], 2),
+    # ... unless the last is the program's (_start's) after libc's
+    ([0x5500_0100, 0x7100_0800, 0x5500_0200], 1),
+    # libc's frames at the end, no _start after them
+    ([0x5500_0100, 0x7100_0800], 1),
+])
+def test_mains_return_address_in_the_truth(truth, depth):
+    proc = shimlog.parse(header()).process(100)
+    assert compare.main_depth(truth, proc) == depth
 
 
 def test_a_stack_cut_short_stops_early():
-    v = only_verdict(judge(header() + entry(0, T0),
-                           sample(T0 + 50, COOKIE)
-                           + record(T0 + 90, COOKIE, [LIBC_IP] + TRUTH[:4])))
+    v = deferred(SHIM_ENTRY + TRUTH[:4])
     assert (v.outcome, v.diagnosis) == \
         ("differs", "stops 2 frames early (in libc.so.6)")
 
 
 def test_frames_past_the_truth_are_a_difference():
-    v = only_verdict(judge(header() + entry(0, T0),
-                           sample(T0 + 50, COOKIE)
-                           + record(T0 + 90, COOKIE,
-                                    [LIBC_IP] + TRUTH + [0x1234])))
+    v = deferred(SHIM_ENTRY + TRUTH + [0x1234])
     assert (v.outcome, v.diagnosis) == ("differs", "1 frame past the end")
 
 
 def test_the_frame_pointer_walk_from_a_frameless_wrapper():
-    """libc's syscall wrapper keeps no frame: a frame pointer step from
-    it reads the caller's caller, and Debian's __libc_start_main keeps
-    argc in %rbp, which ends the walk at main's return address."""
+    """libc's syscall wrapper keeps no frame (REALSTACKS_MODE=libc): a
+    frame pointer step from it reads the caller's caller, and Debian's
+    __libc_start_main keeps argc in %rbp, which ends the walk at main's
+    return address. Not equal through main: the caller is missing."""
     v = only_verdict(judge(
-        header() + entry(0, T0),
+        header(entry="libc") + entry(0, T0),
         sample(T0 + 50, frames=[LIBC_IP] + TRUTH[1:4]), mode="in place"))
-    assert (v.outcome, v.diagnosis) == \
-        ("differs", "caller skipped, stops 2 frames early (in libc.so.6)")
+    assert (v.outcome, v.diagnosis, v.through_main) == \
+        ("differs", "caller skipped, stops 2 frames early (in libc.so.6)",
+         False)
 
 
-def test_nothing_above_the_wrapper():
+def test_the_caller_skipped_from_the_shim_too():
+    v = deferred(SHIM_ENTRY[:1] + TRUTH[1:])
+    assert (v.diagnosis, v.through_main) == ("caller skipped", False)
+
+
+def test_nothing_above_the_entry():
     v = only_verdict(judge(header() + entry(0, T0),
+                           sample(T0 + 50, frames=SHIM_ENTRY),
+                           mode="in place"))
+    assert (v.diagnosis, v.through_main) == ("nothing above the shim", False)
+    v = only_verdict(judge(header(entry="libc") + entry(0, T0),
                            sample(T0 + 50, frames=[LIBC_IP]),
                            mode="in place"))
     assert v.diagnosis == "nothing above libc's wrapper"
@@ -154,7 +240,7 @@ def test_a_record_that_never_came():
 def test_a_lost_entry_fails_the_run():
     res = judge(header() + entry(0, T0), "")
     assert only_verdict(res).outcome == "no sample"
-    run = results.Run("xz", "fp", "deferred", "write", 0, 0, "ok",
+    run = results.Run("xz", "fp", "shim", "deferred", "write", 0, 0, "ok",
                       files={"shim.log": header() + entry(0, T0),
                              "script.txt": ""})
     parsed = results.Results(start={}, end={"runs": 1}, runs=[run])
@@ -164,15 +250,26 @@ def test_a_lost_entry_fails_the_run():
 
 def test_a_sample_in_place_in_a_deferred_run():
     v = only_verdict(judge(header() + entry(0, T0),
-                           sample(T0 + 50, frames=[LIBC_IP] + TRUTH)))
-    assert v.outcome == "in place"
+                           sample(T0 + 50, frames=SHIM_ENTRY + TRUTH)))
+    assert (v.outcome, v.through_main) == ("in place", False)
 
 
-def test_a_stack_that_does_not_start_in_libc():
-    v = only_verdict(judge(header() + entry(0, T0),
-                           sample(T0 + 50, COOKIE)
-                           + record(T0 + 90, COOKIE, TRUTH)))
-    assert v.outcome == "not at libc"
+def test_a_stack_that_does_not_start_at_the_entry():
+    """Calls entering in the shim: a list starting in libc (or in the
+    program) is not the entry's; calls entering through libc: one
+    starting in the shim is not."""
+    assert deferred(TRUTH).outcome == "not at entry"
+    assert deferred([LIBC_IP] + TRUTH).outcome == "not at entry"
+    assert deferred(SHIM_ENTRY + TRUTH, entry_where="libc").outcome == \
+        "not at entry"
+    assert deferred([LIBC_IP] + TRUTH, entry_where="libc").outcome == "equal"
+
+
+def test_a_shim_that_does_not_say_where_calls_enter_is_a_problem():
+    log = shimlog.parse(header().replace(" shim\n", "\n", 1))
+    assert log.problems and "unknown line" in log.problems[0]
+    log = shimlog.parse(header(entry="kernel"))
+    assert log.problems
 
 
 def test_entries_the_shim_did_not_make_are_left_over():
@@ -182,7 +279,7 @@ def test_entries_the_shim_did_not_make_are_left_over():
               + sample(T0 + 20, COOKIE + 2, args=(1, 0x4000, 8))
               + sample(T0 + 40, COOKIE + 3, call="read")
               + sample(T0 + 50, COOKIE)
-              + record(T0 + 90, COOKIE, [LIBC_IP] + TRUTH))
+              + record(T0 + 90, COOKIE, SHIM_ENTRY + TRUTH))
     res = judge(header() + entry(0, T0), script)
     assert only_verdict(res).outcome == "equal"
     assert res.other_samples == 3
@@ -196,16 +293,16 @@ def test_calls_with_the_same_arguments_are_told_apart_by_time():
     other[0] += 8
     log = header() + entry(0, T0) + entry(1, T0 + 1000, truth=other)
     script = (sample(T0 + 50, COOKIE)
-              + record(T0 + 90, COOKIE, [LIBC_IP] + TRUTH)
+              + record(T0 + 90, COOKIE, SHIM_ENTRY + TRUTH)
               + sample(T0 + 1050, COOKIE + 4)
-              + record(T0 + 1090, COOKIE + 4, [LIBC_IP] + other))
+              + record(T0 + 1090, COOKIE + 4, SHIM_ENTRY + other))
     res = judge(log, script)
     assert [v.outcome for v in res.verdicts] == ["equal", "equal"]
     # Swapped records: each call gets its own entry's stack, not the other's
     script = (sample(T0 + 50, COOKIE)
-              + record(T0 + 90, COOKIE, [LIBC_IP] + other)
+              + record(T0 + 90, COOKIE, SHIM_ENTRY + other)
               + sample(T0 + 1050, COOKIE + 4)
-              + record(T0 + 1090, COOKIE + 4, [LIBC_IP] + TRUTH))
+              + record(T0 + 1090, COOKIE + 4, SHIM_ENTRY + TRUTH))
     res = judge(log, script)
     assert [v.outcome for v in res.verdicts] == ["differs", "differs"]
 
@@ -215,18 +312,16 @@ def test_a_lost_entry_does_not_take_the_next_calls():
     its (the window ends at the next call's timestamp)."""
     log = header() + entry(0, T0) + entry(1, T0 + 1000)
     res = judge(log, sample(T0 + 1050, COOKIE)
-                + record(T0 + 1090, COOKIE, [LIBC_IP] + TRUTH))
+                + record(T0 + 1090, COOKIE, SHIM_ENTRY + TRUTH))
     assert [v.outcome for v in res.verdicts] == ["no sample", "equal"]
 
 
 def test_libcs_own_frames_before_the_caller_are_its_own():
-    """A libc whose wrapper enters the kernel from a function it calls
-    (glibc 2.41's __syscall_cancel_arch): every leading frame in libc is
-    the wrapper's, the truth starts after them."""
-    v = only_verdict(judge(header() + entry(0, T0),
-                           sample(T0 + 50, COOKIE)
-                           + record(T0 + 90, COOKIE, [LIBC_IP, LIBC_IP + 0x300,
-                                                      LIBC_IP + 0x500] + TRUTH)))
+    """Through libc: a wrapper that enters the kernel from a function it
+    calls (glibc 2.41's __syscall_cancel_arch): every leading frame in
+    libc is the wrapper's, the truth starts after them."""
+    v = deferred([LIBC_IP, LIBC_IP + 0x300, LIBC_IP + 0x500] + TRUTH,
+                 entry_where="libc")
     assert v.outcome == "equal"
 
 
@@ -234,7 +329,7 @@ def test_the_fd_is_an_int():
     """A caller passes an int in %edi: the upper half of %rdi is not its."""
     v = only_verdict(judge(header() + entry(0, T0, args=(0x5_0000_0001, 0x1000, 8)),
                            sample(T0 + 50, COOKIE, args=(1, 0x1000, 8))
-                           + record(T0 + 90, COOKIE, [LIBC_IP] + TRUTH)))
+                           + record(T0 + 90, COOKIE, SHIM_ENTRY + TRUTH)))
     assert v.outcome == "equal"
     v = only_verdict(judge(header() + entry(0, T0, args=(1, 0x1000, 8)),
                            sample(T0 + 50, COOKIE, args=(1, 0x1000, 9))))
@@ -245,7 +340,7 @@ def test_a_forked_child_has_its_parents_address_space():
     log = (header() + "F 101 100\n"
            + entry(0, T0, pid=101, tid=101))
     res = judge(log, sample(T0 + 50, COOKIE, tid=101)
-                + record(T0 + 90, COOKIE, [LIBC_IP] + TRUTH, tid=101))
+                + record(T0 + 90, COOKIE, SHIM_ENTRY + TRUTH, tid=101))
     assert only_verdict(res).outcome == "equal"
 
 
@@ -269,14 +364,16 @@ def run_data(files):
 
 
 def results_text(runs, end=None):
-    """A results log as selftests/realstacks/run.sh prints it."""
-    out = ["# realstacks-start: kernel=6.12.0 plan=all:all rows=1",
+    """A results log as selftests/realstacks/run.sh prints it; runs are
+    (program, build, mode, check, files) or (..., files, entry)."""
+    out = ["# realstacks-start: kernel=6.12.0 plan=all:all:shim rows=1",
            "# realstacks-perf: perf version 6.12"]
-    for (prog, build, mode, check, files) in runs:
-        name = f"{prog}-{build}-{mode}"
+    for prog, build, mode, check, files, *where in runs:
+        where = where[0] if where else "shim"
+        name = f"{prog}-{build}-{where}-{mode}"
         out.append(f"# realstacks-run: program={prog} build={build} "
-                   f"mode={mode} calls=read,write record=0 script=0 "
-                   f"check={check}")
+                   f"entry={where} mode={mode} calls=read,write record=0 "
+                   f"script=0 check={check}")
         out.append(f"# realstacks-data: {name}")
         out.append(run_data(files).rstrip("\n"))
         out.append(f"# realstacks-data-end: {name}")
@@ -286,25 +383,57 @@ def results_text(runs, end=None):
 
 GOOD = {"shim.log": header() + entry(0, T0),
         "script.txt": sample(T0 + 50, COOKIE)
-        + record(T0 + 90, COOKIE, [LIBC_IP] + TRUTH),
+        + record(T0 + 90, COOKIE, SHIM_ENTRY + TRUTH),
         "record.err": "", "script.err": ""}
-IN_PLACE = dict(GOOD, **{"script.txt": sample(T0 + 50, frames=[LIBC_IP]
-                                              + TRUTH[1:4])})
+# The fp build in place: from the shim to main's return address
+IN_PLACE = dict(GOOD, **{"script.txt": sample(T0 + 50, frames=SHIM_ENTRY
+                                              + TRUTH[:MAIN_RA + 1])})
+# Through libc's frameless wrapper: the caller skipped
+LIBC_GOOD = dict(GOOD, **{"shim.log": header(entry="libc") + entry(0, T0),
+                          "script.txt": sample(T0 + 50, COOKIE)
+                          + record(T0 + 90, COOKIE, [LIBC_IP] + TRUTH)})
+LIBC_IN_PLACE = dict(LIBC_GOOD, **{"script.txt": sample(
+    T0 + 50, frames=[LIBC_IP] + TRUTH[1:MAIN_RA + 1])})
 
 
 def test_the_table_from_a_results_log(tmp_path, capsys):
-    text = results_text([("xz", "fp", "deferred", "ok", GOOD),
+    """One row per program, build and entry: the calls, then equal whole
+    and equal through main, deferred and in place (count and share);
+    the shim's rows first."""
+    text = results_text([("xz", "fp", "deferred", "ok", LIBC_GOOD, "libc"),
+                         ("xz", "fp", "inplace", "ok", LIBC_IN_PLACE, "libc"),
+                         ("xz", "fp", "deferred", "ok", GOOD),
                          ("xz", "fp", "inplace", "ok", IN_PLACE)])
     path = tmp_path / "results.log"
     path.write_text(text)
     assert cli.main(["--results", str(path)]) == 0
     out = capsys.readouterr().out
-    row = next(l for l in out.splitlines() if l.startswith("xz"))
-    assert re.search(r"xz\s+fp\s+1\s+1/1 \(100\.0 %\)\s+0/1 \(0\.0 %\)", row), row
+    rows = [l for l in out.splitlines() if l.startswith("xz")]
+    assert len(rows) == 2, out
+    assert re.search(r"^xz\s+fp\s+shim\s+1\s+1 \(100\.0 %\)\s+1 \(100\.0 %\)"
+                     r"\s+0 \(0\.0 %\)\s+1 \(100\.0 %\)\s*$", rows[0]), rows
+    assert re.search(r"^xz\s+fp\s+libc\s+1\s+1 \(100\.0 %\)\s+1 \(100\.0 %\)"
+                     r"\s+0 \(0\.0 %\)\s+0 \(0\.0 %\)\s*$", rows[1]), rows
     md = (tmp_path / "table.md").read_text()
-    assert "| xz | fp | 1 | 1/1 (100.0 %) | 0/1 (0.0 %) |" in md, md
+    assert "| program | build | entry | calls | deferred: whole | " \
+        "deferred: through main | in place: whole | in place: through main |" in md
+    assert "| xz | fp | shim | 1 | 1 (100.0 %) | 1 (100.0 %) | 0 (0.0 %) | " \
+        "1 (100.0 %) |" in md, md
     details = (tmp_path / "details.txt").read_text()
+    assert "== xz-fp-shim-inplace: 1 calls (read,write), 0 entries not " \
+        "through the shim\n   equal through main: 1\n" in details, details
     assert "caller skipped, stops 2 frames early (in libc.so.6): 1" in details
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    shim_row = next(r for r in summary["rows"] if r["entry"] == "shim")
+    assert (shim_row["inplace"]["equal"],
+            shim_row["inplace"]["through_main"]) == (0, 1)
+
+
+@pytest.mark.parametrize("n, total, cell", [
+    (0, 7, "0 (0.0 %)"), (7, 7, "7 (100.0 %)"), (1999, 2000, "1999 (99.9 %)"),
+    (1, 2000, "1 (<0.1 %)"), (1, 3, "1 (33.3 %)"), (0, 0, "-")])
+def test_a_share_is_never_rounded_to_all_or_none(n, total, cell):
+    assert cli.pct(n, total) == cell
 
 
 @pytest.mark.parametrize("edit, why", [
@@ -313,10 +442,13 @@ def test_the_table_from_a_results_log(tmp_path, capsys):
     (lambda t: t.replace("record=0", "record=1", 1),
      "perf record exited 1"),
     (lambda t: t.replace("runs=2", "runs=3"), "realstacks-end says 3 runs"),
-    (lambda t: t[:t.index("# realstacks-data-end: xz-fp-inplace")],
+    (lambda t: t[:t.index("# realstacks-data-end: xz-fp-shim-inplace")],
      "never ended"),
-    (lambda t: re.sub(r"(# realstacks-data: xz-fp-deferred\n)\S+",
+    (lambda t: re.sub(r"(# realstacks-data: xz-fp-shim-deferred\n)\S+",
                       r"\1AAAA", t), "does not unpack"),
+    (lambda t: t.replace("entry=shim mode=inplace", "entry=libc mode=inplace")
+     .replace("xz-fp-shim-inplace", "xz-fp-libc-inplace"),
+     "the shim's calls entered the kernel at shim, the run says libc"),
 ])
 def test_a_run_that_cannot_be_trusted_fails(tmp_path, capsys, edit, why):
     text = results_text([("xz", "fp", "deferred", "ok", GOOD),
@@ -328,7 +460,7 @@ def test_a_run_that_cannot_be_trusted_fails(tmp_path, capsys, edit, why):
 
 
 def test_a_guest_whose_kernel_refused_deferral_fails():
-    run = results.Run("xz", "fp", "deferred", "write", 0, 0, "ok",
+    run = results.Run("xz", "fp", "shim", "deferred", "write", 0, 0, "ok",
                       files=dict(GOOD, **{"record.err": "kernel does not "
                                           "support deferred callchains, "
                                           "falling back to unwinding user "
@@ -342,8 +474,9 @@ def test_a_guest_whose_kernel_refused_deferral_fails():
 
 
 def test_sqlite_outputs_must_agree():
-    runs = [results.Run("sqlite3", b, "inplace", "write", 0, 0, f"md5={m}",
-                        files=IN_PLACE) for b, m in (("deb", "aa"), ("fp", "bb"))]
+    runs = [results.Run("sqlite3", b, "shim", "inplace", "write", 0, 0,
+                        f"md5={m}", files=IN_PLACE)
+            for b, m in (("deb", "aa"), ("fp", "bb"))]
     parsed = results.Results(start={}, end={"runs": 2}, runs=runs)
     _, problems, _ = cli.summarize(parsed, guest=False)
     assert any("differs between runs" in p for p in problems), problems
@@ -351,14 +484,21 @@ def test_sqlite_outputs_must_agree():
 
 # The shim, preloaded into a program of known stack on the host.
 
+def build_shim(out, bin_dir=SID_BIN, cc=None):
+    env = dict(os.environ, **({"CC": cc} if cc else {}))
+    return subprocess.run(["sh", os.path.join(SHIM_DIR, "build-shim.sh"),
+                           str(out), bin_dir], capture_output=True, text=True,
+                          env=env)
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
+    if not os.access(os.path.join(SID_BIN, "as"), os.X_OK):
+        pytest.skip(f"no sid binutils at {SID_BIN} (make toolchains)")
     d = tmp_path_factory.mktemp("realstacks")
     shim = d / "shim.so"
-    subprocess.run(["gcc", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra",
-                    "-Werror", "-o", str(shim),
-                    os.path.join(SHIM_DIR, "shim.c"),
-                    os.path.join(SHIM_DIR, "stubs.S")], check=True)
+    p = build_shim(shim)
+    assert p.returncode == 0, p.stderr
     calls = d / "calls"
     subprocess.run(["gcc", "-O2", "-D_FORTIFY_SOURCE=2",
                     "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer",
@@ -390,32 +530,111 @@ def exec_vaddr(binary):
     raise AssertionError(f"{binary}: no executable PT_LOAD")
 
 
-def run_calls(built, tmp_path, rounds=3, env=None):
+def disassembly(binary):
+    """function -> its instructions (objdump's text, spaces squeezed)."""
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(binary)],
+                         capture_output=True, text=True, check=True).stdout
+    funcs, cur = {}, None
+    for line in out.splitlines():
+        m = re.match(r"^[0-9a-f]+ <(.*)>:$", line)
+        if m:
+            cur = funcs.setdefault(m[1], [])
+        elif cur is not None and re.match(r"^\s*[0-9a-f]+:\t", line):
+            cur.append(" ".join(line.split("\t", 1)[1].split()))
+    return funcs
+
+
+def sid_readelf(*args):
+    """Debian sid's readelf (it reads SFrame version 3), or None."""
+    root = os.path.join(ROOT, "build", "toolchains", "sid", "root")
+    lib = os.path.join(root, "usr", "lib", "x86_64-linux-gnu")
+    exe = os.path.join(root, "usr", "bin", "x86_64-linux-gnu-readelf")
+    if not os.path.exists(exe):
+        return None
+    return subprocess.run(
+        [os.path.join(lib, "ld-linux-x86-64.so.2"), "--library-path",
+         f"{lib}:{os.path.join(root, 'lib', 'x86_64-linux-gnu')}", exe, *args],
+        capture_output=True, text=True, check=True).stdout
+
+
+def test_the_shim_is_never_the_weak_frame(built):
+    """The built shim: a PT_GNU_SFRAME segment, one syscall instruction,
+    in shim_syscall, which like its caller shim_call starts by making
+    its frame; with sid's readelf, an SFrame entry for each of them."""
+    shim = built[1]
+    phdrs = subprocess.run(["readelf", "-lW", str(shim)], capture_output=True,
+                           text=True, check=True).stdout
+    assert "GNU_SFRAME" in phdrs
+    funcs = disassembly(shim)
+    holders = [f for f, ins in funcs.items() if "syscall" in ins]
+    assert holders == ["shim_syscall"]
+    assert sum(ins.count("syscall") for ins in funcs.values()) == 1
+    for f in ("shim_syscall", "shim_call"):
+        assert funcs[f][:2] == ["push %rbp", "mov %rsp,%rbp"], (f, funcs[f][:4])
+    sframe = sid_readelf("--sframe", str(shim))
+    if sframe is None:
+        return
+    starts = {int(a, 16) for a in re.findall(r"func idx \[\d+\]: pc = "
+                                             r"0x([0-9a-f]+)", sframe)}
+    syms = symbols(shim)
+    for f in ("shim_syscall", "shim_call", "write", "pread64"):
+        assert syms[f][0] in starts, f
+
+
+def test_build_shim_refuses_a_weak_shim(tmp_path):
+    """build-shim.sh's own checks: a shim_call without its frame (the
+    compiler told to omit frame pointers last), a shim without .sframe
+    (an as that drops --gsframe), binutils that are not there."""
+    if not os.access(os.path.join(SID_BIN, "as"), os.X_OK):
+        pytest.skip(f"no sid binutils at {SID_BIN} (make toolchains)")
+    nofp = tmp_path / "cc-nofp"
+    nofp.write_text('#!/bin/sh\nexec gcc "$@" -fomit-frame-pointer\n')
+    nofp.chmod(0o755)
+    p = build_shim(tmp_path / "a.so", cc=str(nofp))
+    assert p.returncode == 1 and "shim_call starts push %r" in p.stderr, p.stderr
+    assert not (tmp_path / "a.so").exists()
+    bad = tmp_path / "bin"
+    bad.mkdir()
+    (bad / "as").write_text('#!/bin/sh\nfor a; do shift; [ "$a" = --gsframe ] '
+                            '|| set -- "$@" "$a"; done\n'
+                            f'exec {SID_BIN}/as "$@"\n')
+    (bad / "as").chmod(0o755)
+    os.symlink(os.path.join(SID_BIN, "ld"), bad / "ld")
+    p = build_shim(tmp_path / "b.so", bin_dir=str(bad))
+    assert p.returncode == 1 and "no PT_GNU_SFRAME segment" in p.stderr, p.stderr
+    p = build_shim(tmp_path / "c.so", bin_dir=str(tmp_path))
+    assert p.returncode == 1 and "no as and ld" in p.stderr, p.stderr
+
+
+def run_calls(built, tmp_path, rounds=3, env=None, preload=None):
     d, shim, calls = built
     log = tmp_path / "shim.log"
     p = subprocess.run([str(calls), str(rounds)], capture_output=True,
-                       text=True, env=dict(os.environ, LD_PRELOAD=str(shim),
+                       text=True, env=dict(os.environ,
+                                           LD_PRELOAD=preload or str(shim),
                                            REALSTACKS_LOG=str(log),
                                            **(env or {})))
     assert p.returncode == 0, p.stderr
     return p, shimlog.parse(log.read_text())
 
 
-def test_the_shim_logs_every_call_with_its_stack(built, tmp_path):
-    p, log = run_calls(built, tmp_path)
+@pytest.mark.parametrize("where", ["shim", "libc"])
+def test_the_shim_logs_every_call_with_its_stack(built, tmp_path, where):
+    p, log = run_calls(built, tmp_path, env={"REALSTACKS_MODE": where})
     assert not log.problems
     want = int(p.stdout.split()[1])
     assert len(log.entries) == want, p.stdout
     calls = {}
     for e in log.entries:
         calls[e.call] = calls.get(e.call, 0) + 1
-    # 3 tasks x 3 rounds (read is __read_chk: fortified, size known)
-    assert calls == {"write": 12, "read": 9, "pread64": 9, "pwrite64": 9}
+    # 3 tasks x (3 rounds + 1 failing) (read is __read_chk, pread64
+    # __pread64_chk: fortified, size known)
+    assert calls == {"write": 12, "read": 12, "pread64": 12, "pwrite64": 9}
     syms = symbols(built[2])
     tids = {e.tid for e in log.entries}
     pids = {e.pid for e in log.entries}
     assert len(tids) == 3 and len(pids) == 2, (tids, pids)
-    assert len({e.seq for e in log.entries if e.pid == min(pids)}) == 26
+    assert len({e.seq for e in log.entries if e.pid == min(pids)}) == 30
 
     def inside(addr, func, bias):
         """addr is a return address into func (after its first byte)."""
@@ -424,7 +643,8 @@ def test_the_shim_logs_every_call_with_its_stack(built, tmp_path):
 
     for e in log.entries:
         proc = log.process(e.pid)
-        assert proc is not None and proc.shim, e
+        assert proc is not None and proc.shim and proc.entry == where, e
+        assert proc.in_shim(e.frames[0]), e
         truth = compare.truth_of(e, proc)
         assert truth, e
         lo, _, path = proc.main_object()
@@ -439,28 +659,54 @@ def test_the_shim_logs_every_call_with_its_stack(built, tmp_path):
             assert inside(truth[-1], "_start", bias), e
             assert [proc.object_of(a) for a in truth[4:-1]] == \
                 ["libc.so.6", "libc.so.6"], e
+            # main's return address into libc: equal through main's end
+            assert compare.main_depth(truth, proc) == 4, e
+        else:
+            # a thread: thread(), then libc's start_thread and clone3
+            assert compare.main_depth(truth, proc) == 4, e
+            assert [proc.object_of(a) for a in truth[4:]] == \
+                ["libc.so.6", "libc.so.6"], e
     # The forked child said who its parent is
     child = max(pids)
     assert log.parents == {child: min(pids)}
 
 
-def test_the_stubs_jump_to_libc_as_a_tail_call(built, tmp_path):
-    """Preloaded after the shim, tailcheck.so's write() is what the stubs
-    jump to: its return address must be the program's, not the shim's."""
-    d, shim, calls = built
+def tailcheck(built, tmp_path):
     check = tmp_path / "tailcheck.so"
     subprocess.run(["gcc", "-O2", "-fPIC", "-shared", "-o", str(check),
                     os.path.join(os.path.dirname(CALLS_C), "tailcheck.c")],
                    check=True)
-    p = subprocess.run([str(calls), "3"], capture_output=True, text=True,
-                       env=dict(os.environ, LD_PRELOAD=f"{shim} {check}",
-                                REALSTACKS_LOG=str(tmp_path / "log")))
-    assert p.returncode == 0, p.stderr
-    # 2 threads x 4 writes through the shim (printf's write is libc's
+    return f"{built[1]} {check}"
+
+
+def test_the_shim_enters_the_kernel_itself(built, tmp_path):
+    """Preloaded after the shim, tailcheck.so's write() stands for libc's:
+    the shim's own entry never reaches it (and calls.c's checks of what
+    each call returns, errors included, held: run_calls asserts exit 0)."""
+    p, _ = run_calls(built, tmp_path, preload=tailcheck(built, tmp_path))
+    counts = re.findall(r"tailcheck: (\d+) writes, (\d+) returning into "
+                        r"the shim", p.stderr)
+    assert counts == [("0", "0")], p.stderr
+
+
+def test_the_stubs_jump_to_libc_as_a_tail_call(built, tmp_path):
+    """REALSTACKS_MODE=libc: the stubs jump to tailcheck.so's write();
+    its return address must be the program's, not the shim's."""
+    p, _ = run_calls(built, tmp_path, preload=tailcheck(built, tmp_path),
+                     env={"REALSTACKS_MODE": "libc"})
+    # 2 threads x 5 writes through the shim (printf's write is libc's
     # own; the child's _exit() runs no destructor)
     counts = re.findall(r"tailcheck: (\d+) writes, (\d+) returning into "
                         r"the shim", p.stderr)
     assert counts == [("8", "0")], p.stderr
+
+
+def test_a_mode_the_shim_does_not_know_is_refused(built, tmp_path):
+    d, shim, calls = built
+    p = subprocess.run([str(calls), "1"], capture_output=True, env=dict(
+        os.environ, LD_PRELOAD=str(shim), REALSTACKS_MODE="kernel",
+        REALSTACKS_LOG=str(tmp_path / "log")))
+    assert p.returncode == -6
 
 
 def test_the_shim_logs_only_the_calls_asked_for(built, tmp_path):
@@ -503,12 +749,12 @@ def perf_ok(tmp_path):
         pytest.skip(why)
 
 
-def record_calls(built, tmp_path, name, shim=True):
+def record_calls(built, tmp_path, name, shim=True, where="shim"):
     d, shim_so, calls = built
     wid = open("/sys/kernel/tracing/events/syscalls/sys_enter_write/id").read().strip()
     data = tmp_path / f"{name}.data"
     env = dict(os.environ, REALSTACKS_LOG=str(tmp_path / f"{name}.log"),
-               REALSTACKS_CALLS="write")
+               REALSTACKS_CALLS="write", REALSTACKS_MODE=where)
     if shim:
         env["LD_PRELOAD"] = str(shim_so)
     p = subprocess.run([PERF, "record", "-q", "-k", "monotonic",
@@ -524,21 +770,39 @@ def record_calls(built, tmp_path, name, shim=True):
     return s.stdout
 
 
+def chains(text):
+    """Each sample's frames as "sym+off (dso)", without addresses."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("\t"):
+            out[-1].append(line.split(None, 1)[1])
+        elif line.strip() and not line.lstrip().startswith("ABI:"):
+            out.append([])
+    return sorted(tuple(c) for c in out)
+
+
+def test_the_kernels_chain_starts_at_the_shims_syscall(built, tmp_path,
+                                                        perf_ok):
+    """The shim's own entry: each write's chain (the host's in-place
+    frame pointer walk) is shim_syscall, shim_call, then calls(), the
+    program's function that called write; printf's write is libc's."""
+    frames = [[f.split("+")[0] for f in c]
+              for c in chains(record_calls(built, tmp_path, "entry"))]
+    shims = [c for c in frames if "shim_syscall" in c]
+    assert len(shims) == 12 and len(frames) == 13, frames
+    for c in shims:
+        user = c[c.index("shim_syscall"):]
+        assert user[:5] == ["shim_syscall", "shim_call", "calls", "level2",
+                            "level1"], c
+
+
 def test_the_stack_at_the_entry_is_the_one_without_the_shim(built, tmp_path,
                                                              perf_ok):
-    """The stub's tail jump: the kernel sees, at libc's system call, the
-    program's stack as it is without the shim (the same functions and
-    offsets: where the objects are mapped may differ)."""
-    def chains(text):
-        """Each sample's frames as "sym+off (dso)", without addresses."""
-        out = []
-        for line in text.splitlines():
-            if line.startswith("\t"):
-                out[-1].append(line.split(None, 1)[1])
-            elif line.strip() and not line.lstrip().startswith("ABI:"):
-                out.append([])
-        return sorted(tuple(c) for c in out)
-    with_shim = chains(record_calls(built, tmp_path, "with"))
+    """REALSTACKS_MODE=libc, the stub's tail jump: the kernel sees, at
+    libc's system call, the program's stack as it is without the shim
+    (the same functions and offsets: where the objects are mapped may
+    differ)."""
+    with_shim = chains(record_calls(built, tmp_path, "with", where="libc"))
     without = chains(record_calls(built, tmp_path, "without", shim=False))
     assert with_shim == without
     # 12 writes of calls() (calls() itself skipped: libc's wrapper keeps
@@ -547,38 +811,62 @@ def test_the_stack_at_the_entry_is_the_one_without_the_shim(built, tmp_path,
     assert sum("level2+" in " ".join(c) for c in with_shim) == 12, with_shim
 
 
-def test_the_truth_against_the_hosts_in_place_chains(built, tmp_path, perf_ok):
-    """Every write of the main thread, as Debian's libc makes it: the
-    frame pointer walk from its frameless wrapper skips the caller and
-    ends at main's return address (argc in %rbp)."""
-    text = record_calls(built, tmp_path, "inplace")
+@pytest.mark.parametrize("where, diagnosis, through_main", [
+    # the shim keeps a frame: the caller is there, the walk ends at
+    # main's return address (Debian's __libc_start_call_main keeps argc
+    # in %rbp); a thread's at its start routine's (start_thread's %rbp)
+    ("shim", "stops 2 frames early (in libc.so.6)", True),
+    # libc's wrapper keeps none: the caller is skipped
+    ("libc", "caller skipped, stops 2 frames early (in libc.so.6)", False),
+])
+def test_the_truth_against_the_hosts_in_place_chains(built, tmp_path, perf_ok,
+                                                      where, diagnosis,
+                                                      through_main):
+    """Every write of calls.c (built with frame pointers) in each of its
+    three tasks, against the host's in-place frame pointer walk."""
+    text = record_calls(built, tmp_path, "inplace", where=where)
     log = shimlog.parse((tmp_path / "inplace.log").read_text())
     samples, records, problems = perfscript.parse(text)
     assert not problems
     res = compare.compare(log, samples, records, "in place")
     assert res.count("no sample") == 0
-    main = [v for v in res.verdicts if v.entry.tid == v.entry.pid
-            and v.entry.pid == min(e.pid for e in log.entries)]
-    assert len(main) == 4
-    assert {v.diagnosis for v in main} == \
-        {"caller skipped, stops 2 frames early (in libc.so.6)"}
+    assert res.entries == 12
+    main = [v for v in res.verdicts if v.entry.tid == v.entry.pid]
+    assert len(main) == 8
+    assert {v.diagnosis for v in main} == {diagnosis}
+    assert {v.through_main for v in res.verdicts} == {through_main}
 
 
 APPLETS = re.compile(r"for app in (.*?); do", re.S)
 
 
+def realstacks_tree(built, rs, builds):
+    """A make realprograms-like tree at rs: the shim just built, run.sh
+    and the inputs from the source; builds maps a build to its programs'
+    dir; lib/ holds the host's or make realprograms' libraries."""
+    rs.mkdir(parents=True, exist_ok=True)
+    for b, src in builds.items():
+        os.symlink(src, rs / b)
+    shutil.copy(built[1], rs / "shim.so")
+    shutil.copy(os.path.join(SHIM_DIR, "run.sh"), rs / "run.sh")
+    subprocess.run(["/usr/bin/python3", os.path.join(SHIM_DIR, "inputs.py"),
+                    str(rs / "input")], check=True)
+
+
 def test_the_runner_end_to_end_on_the_host(built, tmp_path, perf_ok):
     """selftests/realstacks/run.sh on the host's own xz and gzip (as
     deb/), with only busybox and the applets the guest's initramfs links
-    on its PATH, then the comparator on its output."""
+    on its PATH, then the comparator on its output; gzip through libc's
+    wrappers too."""
     for tool in ("busybox", "xz", "gzip"):
         if not shutil.which(tool):
             pytest.skip(f"no {tool} on the host")
     rs = tmp_path / "rs"
-    (rs / "deb").mkdir(parents=True)
-    (rs / "lib").mkdir()
+    (tmp_path / "deb").mkdir()
     for prog in ("xz", "gzip"):
-        os.symlink(shutil.which(prog), rs / "deb" / prog)
+        os.symlink(shutil.which(prog), tmp_path / "deb" / prog)
+    realstacks_tree(built, rs, {"deb": tmp_path / "deb"})
+    (rs / "lib").mkdir()
     ldd = subprocess.run(["ldd", shutil.which("xz"), str(built[1])],
                          capture_output=True, text=True, check=True).stdout
     for path in re.findall(r"(/\S+\.so[.\d]*)", ldd):
@@ -587,10 +875,6 @@ def test_the_runner_end_to_end_on_the_host(built, tmp_path, perf_ok):
             os.symlink(os.path.realpath(path), rs / "lib" / name)
     if not (rs / "lib" / "ld-linux-x86-64.so.2").exists():
         pytest.skip("no ld-linux-x86-64.so.2 in ldd's output")
-    shutil.copy(built[1], rs / "shim.so")
-    shutil.copy(os.path.join(SHIM_DIR, "run.sh"), rs / "run.sh")
-    subprocess.run(["/usr/bin/python3", os.path.join(SHIM_DIR, "inputs.py"),
-                    str(rs / "input")], check=True)
     # The guest's PATH: busybox and its applets as mkinitramfs.sh links them
     bindir = tmp_path / "bin"
     bindir.mkdir()
@@ -605,19 +889,53 @@ def test_the_runner_end_to_end_on_the_host(built, tmp_path, perf_ok):
            "W": str(tmp_path / "w")}
     with open(out, "w") as f:
         p = subprocess.run([str(bindir / "sh"), str(rs / "run.sh"),
-                            "xz:deb,gzip:deb"], stdout=f,
+                            "xz:deb,gzip:deb:all"], stdout=f,
                            stderr=subprocess.STDOUT, env=env)
     text = out.read_text()
     assert p.returncode == 0, text[-3000:]
     parsed = results.parse(text)
     assert [r.name for r in parsed.runs] == [
-        "xz-deb-deferred", "xz-deb-inplace", "gzip-deb-deferred",
-        "gzip-deb-inplace"]
+        "xz-deb-shim-deferred", "xz-deb-shim-inplace",
+        "gzip-deb-shim-deferred", "gzip-deb-shim-inplace",
+        "gzip-deb-libc-deferred", "gzip-deb-libc-inplace"]
     assert cli.main(["--results", str(out)]) == 0
-    rows = {(r["program"], r["build"]): r for r in
+    rows = {(r["program"], r["build"], r["entry"]): r for r in
             cli.summarize(parsed, guest=False)[0]}
-    for key in (("xz", "deb"), ("gzip", "deb")):
+    for key in (("xz", "deb", "shim"), ("gzip", "deb", "shim"),
+                ("gzip", "deb", "libc")):
         assert rows[key]["inplace"]["entries"] > 5, rows[key]
+
+
+def test_the_real_programs_in_place_on_the_host(built, tmp_path, perf_ok):
+    """make realprograms' xz, gzip and sqlite3 (build/realstacks/guest),
+    with the shim of this tree, in place on the host: built with frame
+    pointers, every call's stack is equal through main and none whole
+    (bookworm's __libc_start_call_main keeps argc in %rbp); as Debian
+    builds them or with SFrame (the host's perf walks frame pointers
+    only), none is equal through main."""
+    dirs = {b: os.path.join(REALPROGRAMS, b)
+            for b in ("deb", "fp", "sframe", "lib")}
+    if not all(os.path.isdir(d) for d in dirs.values()):
+        pytest.skip(f"no make realprograms tree at {REALPROGRAMS}")
+    rs = tmp_path / "rs"
+    realstacks_tree(built, rs, dirs)
+    out = tmp_path / "results.log"
+    env = dict(os.environ, RS=str(rs), PERF=PERF, W=str(tmp_path / "w"),
+               REALSTACKS_MODES="inplace")
+    with open(out, "w") as f:
+        p = subprocess.run(["sh", str(rs / "run.sh"), "all"], stdout=f,
+                           stderr=subprocess.STDOUT, env=env)
+    text = out.read_text()
+    assert p.returncode == 0, text[-3000:]
+    parsed = results.parse(text)
+    rows, problems, _ = cli.summarize(parsed, guest=False)
+    assert not problems, problems
+    assert len(rows) == 9
+    for r in rows:
+        i = r["inplace"]
+        assert i["entries"] > 5 and i["equal"] == 0, r
+        want = i["entries"] if r["build"] == "fp" else 0
+        assert i["through_main"] == want, r
 
 
 def test_the_guest_is_told_the_plan(tmp_path):
@@ -628,10 +946,11 @@ def test_the_guest_is_told_the_plan(tmp_path):
     arch = guest_arch.load("x86_64")
     a = argparse.Namespace(smp=2, mem="2G", kernel="bzImage", initrd="i.cpio",
                            out=str(tmp_path), jobs=2, filter="", bench="",
-                           stress=0, stress_args="", realstacks="xz:fp,gzip:all")
+                           stress=0, stress_args="",
+                           realstacks="xz:fp,gzip:all:libc")
     cmd = vm.command(a, arch.QEMU, arch.TCG_ARGS, arch)
     append = cmd[cmd.index("-append") + 1].split()
-    assert "vmtest.realstacks=xz:fp,gzip:all" in append
+    assert "vmtest.realstacks=xz:fp,gzip:all:libc" in append
     with open(os.path.join(ROOT, "ci", "guest", "init")) as f:
         init = f.read()
     assert re.search(r'realstacks=\$\(param realstacks\)\n.*?'
@@ -649,8 +968,42 @@ def test_a_plan_the_command_line_cannot_carry_is_refused(plan):
 
 def test_the_runner_refuses_a_plan_naming_nothing(tmp_path):
     env = dict(os.environ, RS=SHIM_DIR, PERF="/bin/true", W=str(tmp_path))
-    for plan, why in (("xz", "is not PROGRAM:BUILD"),
-                      ("python3:deb", "names no program and build")):
+    for plan, why in (("xz", "is not PROGRAM:BUILD[:ENTRY]"),
+                      ("xz:fp:shim:libc", "is not PROGRAM:BUILD[:ENTRY]"),
+                      ("python3:deb", "names no program, build and entry"),
+                      ("xz:fp:kernel", "names no program, build and entry")):
         p = subprocess.run(["sh", os.path.join(SHIM_DIR, "run.sh"), plan],
                            capture_output=True, text=True, env=env)
         assert p.returncode == 2 and why in p.stdout, p.stdout
+
+
+def test_the_runners_plan_names_rows_and_entries(tmp_path):
+    """Which runs a plan makes (perf replaced by a stub that fails at
+    once: each run is still reported, in order), and what each is told:
+    the entry, which the shim gets as REALSTACKS_MODE."""
+    perf = tmp_path / "perf"
+    perf.write_text('#!/bin/sh\n[ "$1" = record ] && '
+                    'echo "REALSTACKS_MODE=$REALSTACKS_MODE" >&2\nexit 3\n')
+    perf.chmod(0o755)
+    tracing = tmp_path / "tracing"
+    for c in ("read", "write", "pread64", "pwrite64"):
+        d = tracing / "events" / "syscalls" / f"sys_enter_{c}"
+        d.mkdir(parents=True)
+        (d / "id").write_text("7\n")
+    env = dict(os.environ, RS=SHIM_DIR, PERF=str(perf), W=str(tmp_path / "w"),
+               TRACING=str(tracing), REALSTACKS_MODES="inplace")
+    for plan, want in (
+            ("all", [f"{p}-{b}-shim" for p in ("xz", "gzip", "sqlite3")
+                     for b in ("deb", "fp", "sframe")]),
+            ("xz:fp,xz:fp:shim", ["xz-fp-shim"]),
+            ("gzip:all:libc", ["gzip-deb-libc", "gzip-fp-libc",
+                               "gzip-sframe-libc"]),
+            ("xz:deb:all", ["xz-deb-shim", "xz-deb-libc"])):
+        p = subprocess.run(["sh", os.path.join(SHIM_DIR, "run.sh"), plan],
+                           capture_output=True, text=True, env=env)
+        parsed = results.parse(p.stdout)
+        assert [r.name for r in parsed.runs] == [f"{w}-inplace" for w in want]
+        for r in parsed.runs:
+            assert r.record == 3
+            assert r.files["record.err"].strip() == \
+                f"REALSTACKS_MODE={r.entry}", r

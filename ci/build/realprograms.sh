@@ -20,7 +20,8 @@
 #                 (liblzma, libsqlite3, libreadline, libtinfo, zlib);
 #                 every build runs on these, through
 #                 lib/ld-linux-x86-64.so.2 --library-path lib
-#   shim.so       the LD_PRELOAD shim (selftests/realstacks/)
+#   shim.so       the LD_PRELOAD shim (selftests/realstacks/build-shim.sh:
+#                 frame pointers and SFrame, by sid's binutils)
 #   run.sh        the guest's runner (selftests/realstacks/run.sh)
 #   input/        the workloads' inputs, made here, the same every time
 #   manifest      every package, source and tool used, with its version
@@ -196,10 +197,11 @@ for so in ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libgcc_s.so.1 liblzma.so.5 \
 	cp -L "$f" "$guest/lib/$so"
 done
 
-# The shim (built as the guest runs it: against bookworm's glibc).
+# The shim, with frame pointers and SFrame (sid's binutils), checked so
+# (build-shim.sh): it must never be the weak frame of a stack.
 log "realprograms: the shim"
-gcc -O2 -fPIC -shared -Wall -Wextra -Werror -o "$guest/shim.so" \
-	"$ROOT/selftests/realstacks/shim.c" "$ROOT/selftests/realstacks/stubs.S"
+sh "$ROOT/selftests/realstacks/build-shim.sh" "$guest/shim.so" "$tc/sid/bin" ||
+	fail "building the shim failed"
 cp "$ROOT/selftests/realstacks/run.sh" "$guest/run.sh"
 chmod +x "$guest/run.sh"
 

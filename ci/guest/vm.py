@@ -230,7 +230,7 @@ def main(argv=None):
                     "separated")
     ap.add_argument("--realstacks", default="",
                     help="run make realstacks' guest runner with this plan "
-                    "(all, or PROGRAM:BUILD,...) instead of the tests")
+                    "(all, or PROGRAM:BUILD[:ENTRY],...) instead of the tests")
     ap.add_argument("--stuck-grace", type=float, default=5,
                     help="seconds the guest may go on printing after the "
                     "first stuck report (its stack, a hung task's lock "

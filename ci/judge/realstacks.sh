@@ -2,7 +2,7 @@
 # usage: realstacks.sh KOBJ INITRD OUT_DIR SMP PLAN
 #
 # make realstacks: boot the guest once running only the real programs'
-# runner (/realstacks/run.sh with PLAN: all, or PROGRAM:BUILD,...; ci/guest/init's
+# runner (/realstacks/run.sh with PLAN: all, or PROGRAM:BUILD[:ENTRY],...; ci/guest/init's
 # vmtest.realstacks=), under the build lock, then judge the run and
 # print the table (python3 -m ci.judge.realstacks, doc/realstacks.md).
 # Exit: 0 every run made and judged, 1 a broken run, 2 usage.
@@ -10,7 +10,7 @@
 
 [ $# -eq 5 ] || die "usage: realstacks.sh KOBJ INITRD OUT_DIR SMP PLAN"
 kobj=$1 initrd=$2 dir=$3 smp=$4 plan=$5
-[[ $plan =~ ^[a-z0-9:,]+$ ]] || die "REALSTACKS=$plan: give all, or PROGRAM:BUILD pairs (xz:fp,sqlite3:all)"
+[[ $plan =~ ^[a-z0-9:,]+$ ]] || die "REALSTACKS=$plan: give all, or PROGRAM:BUILD[:ENTRY] items (xz:fp,sqlite3:all,all:all:libc)"
 [ "$(arch NAME)" = x86_64 ] || die "make realstacks runs on the x86-64 guest only"
 t0=$SECONDS
 boot_guest "$kobj" "$initrd" "$dir" "$smp" 1800 --realstacks "$plan"

@@ -7,19 +7,25 @@
 #
 #   RS=build/realstacks/guest PERF=/path/to/perf sh run.sh [PLAN]
 #
-# PLAN: "all", or PROGRAM:BUILD pairs separated by commas (xz:fp,gzip:deb;
-# "all" for every program or build: sqlite3:all, all:sframe). For each pair and each
-# mode, deferred (perf record --call-graph fp,defer) and in place
-# (--call-graph fp), it runs the program's fixed workload under perf
-# record, every entry of the traced system calls sampled (-c 1), with the
-# shim preloaded into the program (ld.so --preload: the shell and
-# busybox around it never get it), then perf script, then checks the
-# workload's output. The shim's log, perf script's text and both perf
-# commands' messages go to stdout as a gzipped tar in base64 between
-# "# realstacks-data: NAME" and "# realstacks-data-end: NAME" lines;
-# the host compares them (ci/judge/realstacks/). Exit 0 when every run
-# was made, 1 when one could not be (named on a "# realstacks-error:"
-# line), 2 for a bad plan.
+# PLAN: "all", or PROGRAM:BUILD[:ENTRY] items separated by commas
+# (xz:fp,gzip:deb:libc; "all" for every program, build or entry:
+# sqlite3:all, all:sframe, xz:fp:all). ENTRY is where the traced calls
+# enter the kernel: "shim" (the default: the shim's own syscall
+# instruction, so the record's frames above the shim's are the
+# program's) or "libc" (the shim jumps to libc's wrapper, which enters
+# the kernel: what a user gets through libc; REALSTACKS_MODE=libc).
+# "all" alone is every program and build, shim entry only (all:all:all
+# adds libc's). For each item and each mode, deferred (perf record
+# --call-graph fp,defer) and in place (--call-graph fp), it runs the
+# program's fixed workload under perf record, every entry of the traced
+# system calls sampled (-c 1), with the shim preloaded into the program
+# (ld.so --preload: the shell and busybox around it never get it), then
+# perf script, then checks the workload's output. The shim's log, perf
+# script's text and both perf commands' messages go to stdout as a
+# gzipped tar in base64 between "# realstacks-data: NAME" and
+# "# realstacks-data-end: NAME" lines; the host compares them
+# (ci/judge/realstacks/). Exit 0 when every run was made, 1 when one
+# could not be (named on a "# realstacks-error:" line), 2 for a bad plan.
 #
 #   run.sh workload PROGRAM COMMAND...   the workload alone (under perf)
 RS=${RS:-$(cd "$(dirname "$0")" && pwd)}
@@ -28,6 +34,7 @@ W=${W:-/tmp/realstacks}
 TRACING=${TRACING:-/sys/kernel/tracing}
 PROGRAMS="xz gzip sqlite3"
 BUILDS="deb fp sframe"
+ENTRIES="shim libc"
 MODES=${REALSTACKS_MODES:-"deferred inplace"}
 # Absolute paths: each run works in a directory of its own
 RS=$(cd "$RS" && pwd)
@@ -81,28 +88,36 @@ if [ "${1:-}" = workload ]; then
 fi
 
 plan=${1:-all}
-[ "$plan" = all ] && plan=all:all
+[ "$plan" = all ] && plan=all:all:shim
 rows=
 for want in $(echo "$plan" | bb tr , ' '); do
 	case $want in
-	*:*) ;;
-	*) echo "# realstacks-error: plan item '$want' is not PROGRAM:BUILD"; exit 2 ;;
+	*:*:*:*) echo "# realstacks-error: plan item '$want' is not PROGRAM:BUILD[:ENTRY]"; exit 2 ;;
+	*:*:*) ;;
+	*:*) want=$want:shim ;;
+	*) echo "# realstacks-error: plan item '$want' is not PROGRAM:BUILD[:ENTRY]"; exit 2 ;;
 	esac
-	wp=${want%%:*} wb=${want#*:}
+	wp=${want%%:*} we=${want##*:} wb=${want#*:}
+	wb=${wb%:*}
 	[ "$wp" = all ] && wp='*'
 	[ "$wb" = all ] && wb='*'
+	[ "$we" = all ] && we='*'
 	hit=
 	for p in $PROGRAMS; do
 		for b in $BUILDS; do
-			# shellcheck disable=SC2254
-			case $p in $wp) ;; *) continue ;; esac
-			# shellcheck disable=SC2254
-			case $b in $wb) ;; *) continue ;; esac
-			hit=y
-			case " $rows " in *" $p:$b "*) ;; *) rows="$rows $p:$b" ;; esac
+			for e in $ENTRIES; do
+				# shellcheck disable=SC2254
+				case $p in $wp) ;; *) continue ;; esac
+				# shellcheck disable=SC2254
+				case $b in $wb) ;; *) continue ;; esac
+				# shellcheck disable=SC2254
+				case $e in $we) ;; *) continue ;; esac
+				hit=y
+				case " $rows " in *" $p:$b:$e "*) ;; *) rows="$rows $p:$b:$e" ;; esac
+			done
 		done
 	done
-	[ -n "$hit" ] || { echo "# realstacks-error: plan item '$want' names no program and build"; exit 2; }
+	[ -n "$hit" ] || { echo "# realstacks-error: plan item '$want' names no program, build and entry"; exit 2; }
 done
 
 echo "# realstacks-start: kernel=$(uname -r) plan=$plan rows=$(echo $rows | wc -w)"
@@ -110,7 +125,8 @@ echo "# realstacks-perf: $("$PERF" --version 2>&1 | head -1)"
 [ -r "$RS/manifest" ] && sed 's/^/# realstacks-manifest: /' "$RS/manifest"
 status=0 runs=0
 for row in $rows; do
-	prog=${row%%:*} build=${row#*:}
+	prog=${row%%:*} entry=${row##*:} build=${row#*:}
+	build=${build%:*}
 	calls=$(calls_of "$prog")
 	events=
 	for c in $(echo "$calls" | bb tr , ' '); do
@@ -127,7 +143,7 @@ for row in $rows; do
 		inplace) cg=fp merge= ;;
 		*) echo "# realstacks-error: mode '$mode'"; exit 2 ;;
 		esac
-		name=$prog-$build-$mode
+		name=$prog-$build-$entry-$mode
 		dir=$W/$name
 		rm -rf "$dir"
 		mkdir -p "$dir/work"
@@ -135,6 +151,7 @@ for row in $rows; do
 		cmd="$RS/lib/ld-linux-x86-64.so.2 --library-path $RS/lib --preload $RS/shim.so $RS/$build/$prog"
 		# shellcheck disable=SC2086
 		(cd "$dir/work" && REALSTACKS_LOG=$dir/shim.log REALSTACKS_CALLS=$calls \
+			REALSTACKS_MODE=$entry \
 			"$PERF" record -k monotonic $events -c 1 --call-graph "$cg" \
 			--user-callchain --user-regs=di,si,dx -m 2M -o "$dir/perf.data" \
 			-- /bin/sh "$RS/run.sh" workload "$prog" $cmd) \
@@ -146,7 +163,7 @@ for row in $rows; do
 			$merge >"$dir/script.txt" 2>"$dir/script.err"
 		src=$?
 		runs=$((runs + 1))
-		echo "# realstacks-run: program=$prog build=$build mode=$mode calls=$calls record=$rc script=$src check=$ok"
+		echo "# realstacks-run: program=$prog build=$build entry=$entry mode=$mode calls=$calls record=$rc script=$src check=$ok"
 		[ "$rc" = 0 ] && [ "$src" = 0 ] || status=1
 		echo "# realstacks-data: $name"
 		(cd "$dir" && bb tar -cf - shim.log script.txt record.err script.err 2>/dev/null) |

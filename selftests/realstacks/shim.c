@@ -5,13 +5,24 @@
  * An LD_PRELOAD library. It defines write, read, pread64 and pwrite64
  * (with their other names, stubs.S), so a program's calls of those libc
  * functions through the PLT (or a function pointer taken through the
- * GOT, as sqlite's VFS does) come here first. Each stub calls
- * shim_enter() below, which asks glibc's backtrace() (libgcc's DWARF CFI
+ * GOT, as sqlite's VFS does) come here first. The stub jumps to
+ * shim_call() below, which asks glibc's backtrace() (libgcc's DWARF CFI
  * unwinder, which shares nothing with the kernel's walks) for the
- * current stack and logs it; the stub then restores the arguments and
- * jumps to libc's function: a tail call, so that when libc's wrapper
- * enters the kernel, the stack and every callee-saved register are the
- * program's own, as without the shim.
+ * current stack, logs it, and enters the kernel itself: its own syscall
+ * instruction (shim_syscall, stubs.S), errno set from a negative result
+ * as libc's wrapper sets it. So the kernel's record of the entry starts
+ * inside the shim, whose every function keeps a frame pointer and has
+ * an SFrame entry (build-shim.sh builds it so and checks it), and above
+ * the shim's frames is the program's caller and the rest of the
+ * program's stack: what the record holds there is the program's build.
+ * Unlike libc's wrappers, the shim's calls are no cancellation points
+ * (no program measured cancels threads).
+ *
+ * REALSTACKS_MODE=libc measures libc's wrappers instead: the stub calls
+ * shim_enter() (the same log line) and then jumps to libc's function as
+ * a tail call, so that when libc's wrapper enters the kernel the stack
+ * and every callee-saved register are the program's own, as without the
+ * shim (stubs.S).
  *
  * The log (REALSTACKS_LOG, opened O_APPEND and kept on a descriptor of
  * its own) gets one line per call, written by writev(2) through
@@ -23,15 +34,17 @@
  * seq orders the calls of the whole process, call is the system call
  * (write, read, pread64, pwrite64), fd buf count its first three
  * arguments (what the sample's user registers di si dx hold at the
- * entry), ns the CLOCK_MONOTONIC time just before the jump to libc (perf
- * record -k monotonic stamps the entry's sample later), and the n
- * addresses are backtrace()'s, innermost first, the shim's own frames
- * included: the comparator (ci/judge/realstacks/) strips them. Before
- * the first call, the process says where things are:
+ * entry), ns the CLOCK_MONOTONIC time just before the shim's system call
+ * (or its jump to libc; perf record -k monotonic stamps the entry's
+ * sample later), and the n addresses are backtrace()'s, innermost first,
+ * the shim's own frames included: the comparator (ci/judge/realstacks/)
+ * strips them. Before the first call, the process says where things are:
  *
- *   S pid lo hi                  the shim's executable segment
- *   R pid call addr lo hi        the libc function a call jumps to, and
- *                                the executable segment holding it
+ *   S pid lo hi entry            the shim's executable segment, and
+ *                                where the calls enter the kernel:
+ *                                "shim" or "libc" (REALSTACKS_MODE)
+ *   R pid call addr lo hi        libc's function of that name, and the
+ *                                executable segment holding it
  *   O pid lo hi path             each loaded object's executable segment
  *   F pid ppid                   a child forked without exec (it has
  *                                its parent's S, R and O lines)
@@ -63,20 +76,25 @@
 
 /* The libc functions the stubs jump to, by SHIM_* index (stubs.S). */
 void *shim_real[SHIM_NFUNCS] __attribute__((visibility("hidden")));
+int shim_via_libc;
 
 static const struct {
 	const char *symbol; /* what the stub defines and libc exports */
 	const char *call;   /* the system call it enters */
+	long nr;
 } funcs[SHIM_NFUNCS] = {
-	[SHIM_WRITE] = {"write", "write"},
-	[SHIM_READ] = {"read", "read"},
-	[SHIM_READ_CHK] = {"__read_chk", "read"},
-	[SHIM_PREAD] = {"pread", "pread64"},
-	[SHIM_PREAD64] = {"pread64", "pread64"},
-	[SHIM_PREAD64_CHK] = {"__pread64_chk", "pread64"},
-	[SHIM_PWRITE] = {"pwrite", "pwrite64"},
-	[SHIM_PWRITE64] = {"pwrite64", "pwrite64"},
+	[SHIM_WRITE] = {"write", "write", SYS_write},
+	[SHIM_READ] = {"read", "read", SYS_read},
+	[SHIM_READ_CHK] = {"__read_chk", "read", SYS_read},
+	[SHIM_PREAD] = {"pread", "pread64", SYS_pread64},
+	[SHIM_PREAD64] = {"pread64", "pread64", SYS_pread64},
+	[SHIM_PREAD64_CHK] = {"__pread64_chk", "pread64", SYS_pread64},
+	[SHIM_PWRITE] = {"pwrite", "pwrite64", SYS_pwrite64},
+	[SHIM_PWRITE64] = {"pwrite64", "pwrite64", SYS_pwrite64},
 };
+
+/* glibc's: a fortified call whose buffer is too small */
+extern void __chk_fail(void) __attribute__((noreturn));
 
 static int log_fd = -1;
 static int enabled[SHIM_NFUNCS];
@@ -201,12 +219,13 @@ static int log_object(struct dl_phdr_info *info, size_t size, void *data)
 static void describe_process(void)
 {
 	static struct line l;
-	struct seg s = {.addr = (uintptr_t)&shim_enter};
+	struct seg s = {.addr = (uintptr_t)&shim_syscall};
 
 	dl_iterate_phdr(find_seg, &s);
 	start(&l, "S");
 	put_hex(&l, s.lo);
 	put_hex(&l, s.hi);
+	put(&l, shim_via_libc ? " libc" : " shim");
 	emit(&l);
 	for (int i = 0; i < SHIM_NFUNCS; i++) {
 		struct seg r = {.addr = (uintptr_t)shim_real[i]};
@@ -252,12 +271,17 @@ static void setup(void)
 {
 	static int done;
 	const char *path = getenv("REALSTACKS_LOG");
+	const char *mode = getenv("REALSTACKS_MODE");
 	void *warm[4];
 
 	if (done)
 		return;
 	done = 1;
 	busy++;
+	if (mode && !strcmp(mode, "libc"))
+		shim_via_libc = 1;
+	else if (mode && *mode && strcmp(mode, "shim"))
+		abort(); /* neither shim nor libc: a mistake, not a default */
 	for (int i = 0; i < SHIM_NFUNCS; i++) {
 		shim_real[i] = dlsym(RTLD_NEXT, funcs[i].symbol);
 		enabled[i] = call_enabled(getenv("REALSTACKS_CALLS"), funcs[i].call);
@@ -285,25 +309,14 @@ __attribute__((constructor)) static void shim_init(void)
 	setup();
 }
 
-/*
- * Called by every stub, with the stub's own frame below it. Returns
- * with the real function resolved, for the stub to jump to.
- */
-void shim_enter(long which, long a0, long a1, long a2)
+/* The log line of a call about to enter the kernel (busy held). */
+static void log_call(long which, long a0, long a1, long a2)
 {
 	static __thread struct line l;
 	void *frames[MAX_FRAMES];
 	struct timespec ts;
 	int n, saved = errno;
 
-	if (busy || which < 0 || which >= SHIM_NFUNCS)
-		return;
-	setup();
-	if (!shim_real[which])
-		abort();
-	if (log_fd < 0 || !enabled[which])
-		return;
-	busy++;
 	n = backtrace(frames, MAX_FRAMES);
 	start(&l, "E");
 	put_dec(&l, syscall(SYS_gettid));
@@ -319,6 +332,56 @@ void shim_enter(long which, long a0, long a1, long a2)
 	for (int i = 0; i < n; i++)
 		put_hex(&l, (uintptr_t)frames[i]);
 	emit(&l);
-	busy--;
 	errno = saved;
+}
+
+/*
+ * The shim's own entry: every stub jumps here (which, then the call's
+ * arguments), so the return address is the program's. Logs the call,
+ * then makes it: the kernel's record starts in shim_syscall, whose
+ * caller is this function, whose caller is the program.
+ */
+long shim_call(long which, long a0, long a1, long a2, long a3, long a4)
+{
+	long r;
+
+	if (which < 0 || which >= SHIM_NFUNCS)
+		abort();
+	/* __read_chk(fd, buf, n, buflen), __pread64_chk(fd, buf, n, off, buflen) */
+	if ((which == SHIM_READ_CHK && (unsigned long)a2 > (unsigned long)a3) ||
+	    (which == SHIM_PREAD64_CHK && (unsigned long)a2 > (unsigned long)a4))
+		__chk_fail();
+	if (!busy) {
+		setup();
+		/* (a call made before the constructor, in libc mode: unlogged) */
+		if (log_fd >= 0 && enabled[which] && !shim_via_libc) {
+			busy++;
+			log_call(which, a0, a1, a2);
+			busy--;
+		}
+	}
+	r = shim_syscall(funcs[which].nr, a0, a1, a2, a3);
+	if ((unsigned long)r > -4096ul) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+/*
+ * libc mode: called by every stub, with the stub's own frame below it.
+ * Returns with the real function resolved, for the stub to jump to.
+ */
+void shim_enter(long which, long a0, long a1, long a2)
+{
+	if (busy || which < 0 || which >= SHIM_NFUNCS)
+		return;
+	setup();
+	if (!shim_real[which])
+		abort();
+	if (log_fd < 0 || !enabled[which])
+		return;
+	busy++;
+	log_call(which, a0, a1, a2);
+	busy--;
 }

@@ -38,6 +38,10 @@ def judge_run(run):
     mode = "deferred" if run.mode == "deferred" else "in place"
     res = compare.compare(log, samples, records, mode)
     res.problems += probs
+    said = sorted({p.entry for p in log.processes.values() if p.entry})
+    if said and said != [run.entry]:
+        res.problems.append(f"the shim's calls entered the kernel at "
+                            f"{', '.join(said)}, the run says {run.entry}")
     return res
 
 
@@ -45,6 +49,18 @@ def share(n, total):
     if not total:
         return "-"
     return f"{n}/{total} ({100.0 * n / total:.1f} %)"
+
+
+def pct(n, total):
+    """A table cell: the count (of the row's calls) and its share, cut
+    (not rounded) to a tenth of a percent: 100 % only when all are, 0 %
+    only when none is."""
+    if not total:
+        return "-"
+    tenths = 1000 * n // total
+    if n and not tenths:
+        return f"{n} (<0.1 %)"
+    return f"{n} ({tenths // 10}.{tenths % 10} %)"
 
 
 def top_difference(res):
@@ -92,10 +108,11 @@ def summarize(parsed, guest):
         if run.mode == "deferred" and fell_back and guest:
             problems.append(f"{run.name}: perf fell back to in-place "
                             "callchains: the kernel refused deferral")
-        row = rows.setdefault((run.program, run.build), {
-            "program": run.program, "build": run.build})
+        row = rows.setdefault((run.program, run.build, run.entry), {
+            "program": run.program, "build": run.build, "entry": run.entry})
         row[run.mode] = {
             "entries": res.entries, "equal": res.count("equal"),
+            "through_main": res.count_through_main(),
             "outcomes": dict(res.outcomes()),
             "diagnoses": dict(res.diagnoses()),
             "other_samples": res.other_samples,
@@ -123,7 +140,8 @@ def detail(run, res, fell_back):
     of each with both lists and the objects of their addresses."""
     out = [f"== {run.name}: {res.entries} calls ({run.calls}), "
            f"{res.other_samples} entries not through the shim"
-           + (", perf fell back to in-place" if fell_back else "")]
+           + (", perf fell back to in-place" if fell_back else ""),
+           f"   equal through main: {res.count_through_main()}"]
     for o, n in sorted(res.outcomes().items(), key=lambda x: -x[1]):
         out.append(f"   {o}: {n}")
         if o == "differs":
@@ -147,32 +165,42 @@ def detail(run, res, fell_back):
 
 
 BUILD_ORDER = {"deb": 0, "fp": 1, "sframe": 2}
+ENTRY_ORDER = {"shim": 0, "libc": 1}
+HEAD = ["program", "build", "entry", "calls", "deferred: whole",
+        "deferred: through main", "in place: whole", "in place: through main",
+        "most frequent difference (deferred; in place if perf fell back)"]
 
 
 def table(rows, markdown=False):
-    rows = sorted(rows, key=lambda r: (r["program"],
+    """One line per program, build and entry: the calls judged, the share
+    of them equal (whole) and equal through main, deferred and in
+    place."""
+    rows = sorted(rows, key=lambda r: (ENTRY_ORDER.get(r.get("entry"), 9),
+                                       r["program"],
                                        BUILD_ORDER.get(r["build"], 9)))
-    head = ["program", "build", "calls", "deferred = truth",
-            "in place = truth",
-            "most frequent difference (deferred; in place if perf fell back)"]
     lines = []
     for r in rows:
         d, i = r.get("deferred", {}), r.get("inplace", {})
-        dcell = ("perf fell back" if d.get("fell_back")
-                 else share(d.get("equal", 0), d.get("entries", 0)))
-        lines.append([r["program"], r["build"],
-                      str(d.get("entries", i.get("entries", 0))), dcell,
-                      share(i.get("equal", 0), i.get("entries", 0)),
-                      d.get("top", "") if not d.get("fell_back") else
-                      i.get("top", "")])
+        if d.get("fell_back"):
+            dcells = ["perf fell back"] * 2
+        else:
+            dcells = [pct(d.get(k, 0), d.get("entries", 0))
+                      for k in ("equal", "through_main")]
+        icells = [pct(i.get(k, 0), i.get("entries", 0))
+                  for k in ("equal", "through_main")]
+        lines.append([r["program"], r["build"], r.get("entry", "?"),
+                      str(d.get("entries", i.get("entries", 0)))]
+                     + dcells + icells
+                     + [d.get("top", "") if not d.get("fell_back") else
+                        i.get("top", "")])
     if markdown:
-        out = ["| " + " | ".join(head) + " |",
-               "|" + "---|" * len(head)]
+        out = ["| " + " | ".join(HEAD) + " |",
+               "|" + "---|" * len(HEAD)]
         out += ["| " + " | ".join(c for c in line) + " |" for line in lines]
         return "\n".join(out)
-    widths = [max(len(x) for x in col) for col in zip(head, *lines)]
+    widths = [max(len(x) for x in col) for col in zip(HEAD, *lines)]
     fmt = "  ".join(f"{{:{w}}}" for w in widths)
-    return "\n".join(fmt.format(*x).rstrip() for x in [head] + lines)
+    return "\n".join(fmt.format(*x).rstrip() for x in [HEAD] + lines)
 
 
 def write(out_dir, rows, problems, details, parsed):
@@ -197,6 +225,8 @@ def one_run(a):
     res = compare.compare(log, samples, records,
                           "deferred" if a.mode == "deferred" else "in place")
     print(f"{res.entries} calls, equal {share(res.count('equal'), res.entries)}, "
+          f"equal through main "
+          f"{share(res.count_through_main(), res.entries)}, "
           f"{res.other_samples} entries not through the shim")
     for o, n in sorted(res.outcomes().items()):
         print(f"  {o}: {n}")

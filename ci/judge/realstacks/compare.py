@@ -3,22 +3,33 @@
 Which sample is the call's: the first sample of the same thread, of the
 tracepoint of the same system call, whose user registers di (its low 32
 bits: an int), si and dx are the call's first three arguments, taken
-between the shim's timestamp of the call (just before its jump to libc)
-and the thread's next logged call (perf record -k monotonic, so both
-clocks are CLOCK_MONOTONIC). Samples left over are entries the shim did
-not see: libc's own calls (stdio's writes call libc's internal write,
-never the PLT), static programs (busybox).
+between the shim's timestamp of the call (just before its system call,
+or its jump to libc) and the thread's next logged call (perf record -k
+monotonic, so both clocks are CLOCK_MONOTONIC). Samples left over are
+entries the shim did not see: libc's own calls (stdio's writes call
+libc's internal write, never the PLT), static programs (busybox).
 
-The truth is backtrace()'s list without the shim's own frames: the
-return addresses from the one into the program's caller of the libc
-function (the stub was reached by a call, its tail jump leaves that
-address on top of the stack) out to _start's. The kernel's list starts
-at the user ip of the entry, inside libc's wrapper; the frames of libc
-that come first (the wrapper, and any function of libc it called to
-enter the kernel) are its own and have no counterpart in the truth.
-Equal means: the kernel's list starts inside libc, and what follows
-libc's leading frames is the truth, address for address, to the last
-one: no frame missing, none added, none different.
+The truth is backtrace()'s list without the shim's own leading frames:
+the return addresses from the one into the program's function that
+called write (or read, ...) out to the outermost (_start's, or libc's
+thread start's). Where the call enters the kernel (the shim log's S
+line) says how the kernel's list starts:
+
+- "shim": inside the shim (its syscall instruction, then the shim's
+  frames: each keeps a frame pointer and has an SFrame entry);
+- "libc": inside libc (the shim jumped to libc's wrapper; its frames and
+  those of any function of libc it called to enter the kernel).
+
+Those leading frames have no counterpart in the truth and are dropped;
+what follows (the rest) is compared with the truth address by address:
+
+- equal: the whole stack, every frame to the outermost, none missing,
+  none added, none different;
+- equal through main: the truth's frames up to and including the
+  program's first return address into libc's start code (main_depth():
+  main's return address into __libc_start_call_main, or a thread's
+  start routine's into start_thread) are the rest's first frames,
+  whatever follows them. Equal implies equal through main.
 """
 import bisect
 from collections import Counter
@@ -30,7 +41,8 @@ OUTCOMES = (
     "no sample",    # no entry of the call's tracepoint matched it: lost
     "no record",    # its sample's cookie never got its deferred record
     "in place",     # deferred recording, but the sample was unwound in place
-    "not at libc",  # the kernel's list does not start inside libc
+    "not at entry", # the kernel's list does not start where the call
+                    # enters the kernel (the shim, or libc)
     "no truth",     # the shim's backtrace is not usable (see problems)
 )
 
@@ -42,6 +54,7 @@ class Verdict:
     diagnosis: str = ""
     kernel: list = None    # the kernel's list, whole
     truth: list = None
+    through_main: bool = False  # equal through main (equal ones too)
 
 
 @dataclass
@@ -57,6 +70,9 @@ class RunResult:
 
     def count(self, outcome):
         return sum(1 for v in self.verdicts if v.outcome == outcome)
+
+    def count_through_main(self):
+        return sum(1 for v in self.verdicts if v.through_main)
 
     def outcomes(self):
         return Counter(v.outcome for v in self.verdicts)
@@ -79,14 +95,34 @@ def truth_of(entry, proc):
     return list(frames[k:])
 
 
-def diagnose(rest, truth, proc):
-    """How the kernel's frames above libc (rest) differ from the truth,
-    in words: the caller of libc's wrapper skipped (a frame pointer step
-    from a wrapper that keeps no frame), missing outermost frames,
-    frames past the truth's end, or the depth of the first wrong one,
-    with the object the truth's frame there is in."""
+def main_depth(truth, proc):
+    """The index in truth of the program's first return address into
+    libc's start code. The truth's outermost frames are libc's start
+    code (__libc_start_call_main and __libc_start_main, then _start's
+    frame in the program; a thread's start_thread and clone3), and the
+    frame returning into the first of them is main's (a thread's start
+    routine's). Precisely: leaving out the last frame when it is in the
+    program's own object (_start's), the first of the frames in libc
+    that end the truth. A truth that does not end so (cut short) has no
+    such frame: the last index, the whole truth."""
+    n = len(truth)
+    end = n - 1 if n and proc.in_main(truth[-1]) else n
+    s = end
+    while s > 0 and proc.in_libc(truth[s - 1]):
+        s -= 1
+    return n - 1 if s == end else s
+
+
+def diagnose(rest, truth, proc, entry="shim"):
+    """How the kernel's frames above the entry's own (rest) differ from
+    the truth, in words: the caller of the entry's function skipped (a
+    frame pointer step from a function that keeps no frame: libc's
+    wrapper), missing outermost frames, frames past the truth's end, or
+    the depth of the first wrong one, with the object the truth's frame
+    there is in."""
     if not rest:
-        return "nothing above libc's wrapper"
+        return ("nothing above the shim" if entry == "shim"
+                else "nothing above libc's wrapper")
     parts, skipped = [], 0
     if len(truth) >= 2 and rest[0] != truth[0] and rest[0] == truth[1]:
         parts.append("caller skipped")
@@ -113,16 +149,20 @@ def judge(entry, proc, kernel):
     truth = truth_of(entry, proc)
     if truth is None:
         return Verdict(entry, "no truth", kernel=kernel)
-    if not kernel or not proc.in_libc(kernel[0]):
-        return Verdict(entry, "not at libc", kernel=kernel, truth=truth)
+    inside = proc.in_shim if proc.entry == "shim" else proc.in_libc
+    if not kernel or not inside(kernel[0]):
+        return Verdict(entry, "not at entry", kernel=kernel, truth=truth)
     j = 0
-    while j < len(kernel) and proc.in_libc(kernel[j]):
+    while j < len(kernel) and inside(kernel[j]):
         j += 1
     rest = kernel[j:]
     if rest == truth:
-        return Verdict(entry, "equal", kernel=kernel, truth=truth)
-    return Verdict(entry, "differs", diagnose(rest, truth, proc),
-                   kernel=kernel, truth=truth)
+        return Verdict(entry, "equal", kernel=kernel, truth=truth,
+                       through_main=True)
+    m = main_depth(truth, proc) + 1
+    return Verdict(entry, "differs", diagnose(rest, truth, proc, proc.entry),
+                   kernel=kernel, truth=truth,
+                   through_main=rest[:m] == truth[:m])
 
 
 def _regs_match(sample, entry):

@@ -18,6 +18,8 @@ DATA_END = re.compile(r"^# realstacks-data-end: (\S+)$")
 class Run:
     program: str
     build: str
+    entry: str                # "shim" or "libc" (where the calls enter
+                              # the kernel, run.sh's plan)
     mode: str                 # "deferred" or "inplace"
     calls: str
     record: int               # perf record's exit code
@@ -28,7 +30,7 @@ class Run:
 
     @property
     def name(self):
-        return f"{self.program}-{self.build}-{self.mode}"
+        return f"{self.program}-{self.build}-{self.entry}-{self.mode}"
 
 
 @dataclass
@@ -103,7 +105,8 @@ def parse(text):
         elif line.startswith("# realstacks-run:"):
             f = fields(line)
             pending = Run(f.get("program", "?"), f.get("build", "?"),
-                          f.get("mode", "?"), f.get("calls", ""),
+                          f.get("entry", "?"), f.get("mode", "?"),
+                          f.get("calls", ""),
                           _int(f.get("record")), _int(f.get("script")),
                           f.get("check", ""))
             res.runs.append(pending)

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 class Process:
     pid: int
     shim: tuple = None                          # (lo, hi) of the shim's text
+    entry: str = None                           # "shim" or "libc": where
+                                                # the calls enter the kernel
     real: dict = field(default_factory=dict)    # symbol -> (addr, lo, hi)
     objects: list = field(default_factory=list)  # [(lo, hi, path)]
 
@@ -31,6 +33,10 @@ class Process:
     def main_object(self):
         """The program's own text (dl_iterate_phdr lists it first)."""
         return self.objects[0] if self.objects else None
+
+    def in_main(self, addr):
+        m = self.main_object()
+        return m is not None and m[0] <= addr < m[1]
 
 
 @dataclass
@@ -77,9 +83,10 @@ def parse(text):
             continue
         try:
             tag, pid = w[0], int(w[1])
-            if tag == "S" and len(w) == 4:
-                log.processes.setdefault(pid, Process(pid)).shim = \
-                    (_hex(w[2]), _hex(w[3]))
+            if tag == "S" and len(w) == 5 and w[4] in ("shim", "libc"):
+                proc = log.processes.setdefault(pid, Process(pid))
+                proc.shim = (_hex(w[2]), _hex(w[3]))
+                proc.entry = w[4]
             elif tag == "R" and len(w) == 6:
                 log.processes.setdefault(pid, Process(pid)).real[w[2]] = \
                     (_hex(w[3]), _hex(w[4]), _hex(w[5]))

@@ -4,8 +4,8 @@
  * a known stack, main -> level1 -> level2 -> calls(), making every call the
  * shim wraps, from the main thread, from a second thread and from a child
  * forked without exec. It checks what each call returns (the shim must
- * pass arguments, results and errno through) and exits 0 when all were
- * right. Built by the test with frame pointers and -D_FORTIFY_SOURCE=2,
+ * pass arguments and results through, and fail as libc does: -1, errno
+ * set) and exits 0 when all were right. Built by the test with frame pointers and -D_FORTIFY_SOURCE=2,
  * so that read() of a buffer of known size is __read_chk.
  *
  * usage: calls N    makes each call N times; prints "calls K" (K calls
@@ -48,8 +48,13 @@ __attribute__((noinline)) void calls(int fd, size_t len)
 		EXPECT(pread64(fd, back, len, 100 + i) == (ssize_t)len);
 		EXPECT(!memcmp(buf, back, len));
 	}
+	/* failures: -1 and errno, as libc's wrappers give them */
 	errno = 0;
 	EXPECT(write(-1, buf, 1) == -1 && errno == EBADF);
+	errno = 0;
+	EXPECT(read(-1, back, len) == -1 && errno == EBADF);
+	errno = 0;
+	EXPECT(pread64(fd, back, len, -1) == -1 && errno == EINVAL);
 	close(p[0]);
 	close(p[1]);
 }
@@ -95,7 +100,7 @@ int main(int argc, char **argv)
 		_exit(bad);
 	}
 	EXPECT(waitpid(child, &status, 0) == child && status == 0);
-	/* per round 4 calls, and the write to -1, in three tasks */
-	printf("calls %d\n", 3 * (4 * rounds + 1));
+	/* per round 4 calls, and the 3 failing ones, in three tasks */
+	printf("calls %d\n", 3 * (4 * rounds + 3));
 	return bad;
 }
