@@ -175,20 +175,30 @@ struct seg {
 	uintptr_t addr, lo, hi;
 };
 
+/* Whether program header i of an object is an executable PT_LOAD: where. */
+static int exec_seg(const struct dl_phdr_info *info, int i, uintptr_t *lo,
+		    uintptr_t *hi)
+{
+	const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+
+	if (p->p_type != PT_LOAD || !(p->p_flags & PF_X))
+		return 0;
+	*lo = info->dlpi_addr + p->p_vaddr;
+	*hi = *lo + p->p_memsz;
+	return 1;
+}
+
 static int find_seg(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct seg *s = data;
+	uintptr_t lo, hi;
 
 	(void)size;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + p->p_vaddr;
-
-		if (p->p_type != PT_LOAD || !(p->p_flags & PF_X))
-			continue;
-		if (s->addr >= lo && s->addr < lo + p->p_memsz) {
+		if (exec_seg(info, i, &lo, &hi) && s->addr >= lo &&
+		    s->addr < hi) {
 			s->lo = lo;
-			s->hi = lo + p->p_memsz;
+			s->hi = hi;
 			return 1;
 		}
 	}
@@ -198,17 +208,15 @@ static int find_seg(struct dl_phdr_info *info, size_t size, void *data)
 static int log_object(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct line *l = data;
+	uintptr_t lo, hi;
 
 	(void)size;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + p->p_vaddr;
-
-		if (p->p_type != PT_LOAD || !(p->p_flags & PF_X))
+		if (!exec_seg(info, i, &lo, &hi))
 			continue;
 		start(l, "O");
 		put_hex(l, lo);
-		put_hex(l, lo + p->p_memsz);
+		put_hex(l, hi);
 		put(l, " ");
 		put(l, info->dlpi_name[0] ? info->dlpi_name : "[main]");
 		emit(l);
