@@ -429,6 +429,40 @@ def test_the_table_from_a_results_log(tmp_path, capsys):
             shim_row["inplace"]["through_main"]) == (0, 1)
 
 
+def test_a_whole_run_writes_its_table_into_the_doc_and_only_a_whole_one(
+        tmp_path, capsys):
+    """doc/realstacks.md's table is make realstacks' own: a run of every
+    program, build and entry replaces what is between the markers (and
+    nothing else); a run of fewer rows leaves the doc as it was."""
+    doc = tmp_path / "realstacks.md"
+    before = f"# t\n\n{cli.DOC_BEGIN}\nold table\n{cli.DOC_END}\n\nafter\n"
+    doc.write_text(before)
+    part = [("xz", "fp", "deferred", "ok", GOOD),
+            ("xz", "fp", "inplace", "ok", IN_PLACE)]
+    path = tmp_path / "results.log"
+    path.write_text(results_text(part))
+    assert cli.main(["--results", str(path), "--doc", str(doc)]) == 0
+    assert doc.read_text() == before
+    whole = [(p, b, m, "ok", runs, e)
+             for p in cli.PROGRAMS for b in cli.BUILD_ORDER
+             for e, runs in (("shim", {"deferred": GOOD, "inplace": IN_PLACE}),
+                             ("libc", {"deferred": LIBC_GOOD,
+                                       "inplace": LIBC_IN_PLACE}))
+             for m in ("deferred", "inplace")]
+    whole = [(p, b, m, ok, runs[m], e) for p, b, m, ok, runs, e in whole]
+    path.write_text(results_text(whole))
+    assert cli.main(["--results", str(path), "--doc", str(doc)]) == 0
+    text = doc.read_text()
+    assert text.startswith(f"# t\n\n{cli.DOC_BEGIN}\n") and \
+        text.endswith(f"{cli.DOC_END}\n\nafter\n") and "old table" not in text
+    rows = [l for l in text.splitlines() if re.match(r"\| (xz|gzip|sqlite3) ", l)]
+    assert len(rows) == 18, text
+    assert "| sqlite3 | sframe | shim | 1 | 1 (100.0 %) |" in text, text
+    doc.write_text("# no markers\n")
+    with pytest.raises(ValueError):
+        cli.main(["--results", str(path), "--doc", str(doc)])
+
+
 @pytest.mark.parametrize("n, total, cell", [
     (0, 7, "0 (0.0 %)"), (7, 7, "7 (100.0 %)"), (1999, 2000, "1999 (99.9 %)"),
     (1, 2000, "1 (<0.1 %)"), (1, 3, "1 (33.3 %)"), (0, 0, "-")])

@@ -15,4 +15,4 @@ kobj=$1 initrd=$2 dir=$3 smp=$4 plan=$5
 t0=$SECONDS
 boot_guest "$kobj" "$initrd" "$dir" "$smp" 1800 --realstacks "$plan"
 log "realstacks: guest run $((SECONDS - t0)) s (lock wait included)"
-exec /usr/bin/python3 -m ci.judge.realstacks "$dir"
+exec /usr/bin/python3 -m ci.judge.realstacks --doc "$ROOT/doc/realstacks.md" "$dir"

@@ -20,6 +20,7 @@ parse, deferral refused on a guest); 2: usage. The shares themselves
 never fail: they are the measurement.
 """
 import argparse
+import datetime
 import json
 import os
 import sys
@@ -217,6 +218,35 @@ def write(out_dir, rows, problems, details, parsed):
                    "problems": problems}, f, indent=1, sort_keys=True)
 
 
+# doc/realstacks.md's table, between these lines: written by a run of
+# every program, build and entry (make realstacks REALSTACKS=all:all:all)
+DOC_BEGIN = "<!-- make realstacks REALSTACKS=all:all:all writes this table -->"
+DOC_END = "<!-- end of make realstacks' table -->"
+PROGRAMS = ("xz", "gzip", "sqlite3")   # selftests/realstacks/run.sh's
+
+
+def write_doc(doc, rows, parsed, when):
+    """Put the table of a whole run into DOC, with its day WHEN, kernel
+    and perf; False (DOC untouched) when the run is not whole."""
+    have = {(r["program"], r["build"], r.get("entry")) for r in rows}
+    want = {(p, b, e) for p in PROGRAMS for b in BUILD_ORDER
+            for e in ENTRY_ORDER}
+    if have != want:
+        return False
+    with open(doc) as f:
+        text = f.read()
+    if DOC_BEGIN not in text or DOC_END not in text:
+        raise ValueError(f"{doc} has no {DOC_BEGIN} ... {DOC_END} lines")
+    st = parsed.start or {}
+    block = (f"{DOC_BEGIN}\n{when}, kernel "
+             f"{st.get('kernel', '?')}, {parsed.perf or 'perf ?'}:\n\n"
+             f"{table(rows, markdown=True)}\n{DOC_END}")
+    head, rest = text.split(DOC_BEGIN, 1)
+    with open(doc, "w") as f:
+        f.write(head + block + rest.split(DOC_END, 1)[1])
+    return True
+
+
 def one_run(a):
     with open(a.shim) as f:
         log = shimlog.parse(f.read())
@@ -246,6 +276,9 @@ def main(argv=None):
     ap.add_argument("--shim", help="one run's shim log")
     ap.add_argument("--script", help="one run's perf script text")
     ap.add_argument("--mode", choices=MODES)
+    ap.add_argument("--doc", help="a whole run's table goes into this file "
+                    "(doc/realstacks.md), between its DOC_BEGIN and DOC_END "
+                    "lines")
     a = ap.parse_args(argv)
     if a.shim or a.script:
         if not (a.shim and a.script and a.mode):
@@ -262,6 +295,7 @@ def main(argv=None):
             print(f"error: {e} missing: run 'make realstacks'", file=sys.stderr)
             return 2
         text, out_dir, guest = run.results, a.out or a.run_dir, True
+        source = os.path.join(a.run_dir, "results.log")
         guest_problems = run.problems()
     else:
         try:
@@ -271,7 +305,7 @@ def main(argv=None):
             print(f"error: {e}", file=sys.stderr)
             return 2
         out_dir = a.out or os.path.dirname(os.path.abspath(a.results))
-        guest = False
+        guest, source = False, a.results
     parsed = results.parse(text)
     rows, problems, details = summarize(parsed, guest)
     problems = guest_problems + problems
@@ -286,5 +320,8 @@ def main(argv=None):
         print(f"realstacks: FAIL: {p}")
     if problems:
         return 1
+    when = datetime.date.fromtimestamp(os.path.getmtime(source))
+    if a.doc and write_doc(a.doc, rows, parsed, when):
+        print(f"realstacks: the table written to {a.doc}")
     print("realstacks: OK")
     return 0
