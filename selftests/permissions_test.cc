@@ -15,6 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <thread>
+
 #include "lib/cookie_match.h"
 #include "lib/features.h"
 #include "lib/perf_abi.h"
@@ -25,6 +28,23 @@ namespace {
 
 constexpr const char *kParanoid = "/proc/sys/kernel/perf_event_paranoid";
 constexpr uid_t kNobody = 65534;
+
+/*
+ * The largest power-of-two data size, at most 64 pages, whose buffer (plus
+ * its header page) an unprivileged user may lock: perf_event_mlock_kb
+ * (516 KiB by default with 4 KiB pages, fewer pages with larger ones).
+ */
+size_t unprivileged_pages()
+{
+	long kb = atol(work::read_file("/proc/sys/kernel/perf_event_mlock_kb")
+			       .c_str());
+	size_t page = sysconf(_SC_PAGESIZE), pages = 64;
+	if (kb <= 0)
+		kb = 512 + page / 1024; /* the kernel's default */
+	while (pages > 1 && (pages + 1) * page > (size_t)kb * 1024)
+		pages /= 2;
+	return pages;
+}
 
 /* Sets perf_event_paranoid to 2 for the test, restores it after. */
 class ParanoidTwo {
@@ -85,7 +105,7 @@ Report run_as_nobody(bool defer)
 		r.uid = getuid();
 		session::Options o;
 		o.defer_callchain = o.defer_output = defer;
-		o.pages = 16;
+		o.pages = unprivileged_pages();
 		{
 			session::Session s;
 			r.open_kernel = s.open(o, 0, -1);
@@ -99,16 +119,21 @@ Report run_as_nobody(bool defer)
 		r.open_user = s.open(o, 0, -1);
 		if (!r.open_user) {
 			/*
-			 * Drained as the buffer fills: an unprivileged user's
-			 * buffer is small (16 pages, within
-			 * perf_event_mlock_kb), and 0.2 s of samples and
-			 * records overflowed it on arm64.
+			 * A reader thread drains while this one runs the
+			 * workload (the event follows this thread alone): an
+			 * unprivileged user's buffer is small, and draining
+			 * between the workload's steps lost 26 records on
+			 * arm64's debug kernel, where one step outran the
+			 * buffer.
 			 */
+			std::atomic<bool> done{ false };
 			s.enable();
-			for (int i = 0; i < 10; i++) {
-				work::mixed(0.02, 1 << 20);
-				s.drain_if_fuller();
-			}
+			std::thread reader([&] {
+				s.drain_while([&] { return !done.load(); });
+			});
+			work::mixed(0.2, 1 << 20);
+			done = true;
+			reader.join();
 			perf::CookieMatcher m;
 			std::string err;
 			if (s.stop(&m, &err)) {
