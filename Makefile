@@ -115,7 +115,7 @@ export EXPECT_FEATURE
 	upstream-tree vmtest-upstream \
 	verdict vmtest-debug stress stress-kcsan stress-rt stress-run test checkpatch apply-fresh bisect-build check \
 	kunit clean kernel-doc sparse submit-check send bench mutate golden fuzz matrix \
-	realprograms initramfs-realstacks realstacks
+	realprograms initramfs-realstacks realstacks guest-recording
 
 help: ## list the targets
 	@echo "usage: make TARGET [KERNEL=DIR] [ARCH=x86_64|arm64] [CONFIG=normal|debug|rt|rt-debug|debian|debian-rt|stress|kcsan|nounwind] [FILTER=gtest-filter] [PERF_TREE=DIR] [SLOW=on]"
@@ -195,6 +195,14 @@ initramfs-realstacks: selftests perf realprograms $(TREE_DEP) ## make initramfs 
 
 realstacks: kernel initramfs-realstacks ## real programs' deferred stacks against glibc's backtrace(), one guest run: the table (REALSTACKS=all|PROG:BUILD[:ENTRY],...)
 	@bash ci/judge/realstacks.sh "$(KOBJ)" "$(REALSTACKS_INITRD)" "$(OUT)/realstacks" "$(SMP)" "$(REALSTACKS)"
+
+# The host tests' real recording (tests/data/guest-recording): gzip built
+# with SFrame, its deferred recording from the guest, converted by our perf.
+GUEST_RECORDING := gzip-sframe-shim-deferred
+guest-recording: ## refresh tests/data/guest-recording: a real program's deferred recording from the guest, converted (test-perf's readers check it)
+	@$(MAKE) --no-print-directory realstacks REALSTACKS=gzip:sframe,data
+	@bash ci/judge/save-recording.sh "$(OUT)/realstacks/data/$(GUEST_RECORDING)" \
+		"$(PERF_OUT)/perf" "$(ROOT)/tests/data/guest-recording"
 
 stress: ## fuzz and lifecycle storms on the debug kernel + kmemleak, STRESS_S seconds: counts and verdict
 	@$(MAKE) --no-print-directory stress-run CONFIG=stress

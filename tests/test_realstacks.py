@@ -355,7 +355,7 @@ def run_data(files):
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
         for name, text in files.items():
-            data = text.encode()
+            data = text if isinstance(text, bytes) else text.encode()
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
@@ -427,6 +427,22 @@ def test_the_table_from_a_results_log(tmp_path, capsys):
     shim_row = next(r for r in summary["rows"] if r["entry"] == "shim")
     assert (shim_row["inplace"]["equal"],
             shim_row["inplace"]["through_main"]) == (0, 1)
+
+
+def test_a_runs_recording_is_kept_beside_its_truth(tmp_path):
+    """A run whose data holds its perf.data (the plan word "data") has it
+    written byte for byte to data/NAME/, with its shim log; a run without
+    leaves no data directory."""
+    blob = bytes(range(256)) * 4  # not text: kept as bytes
+    text = results_text([("gzip", "sframe", "deferred", "ok",
+                          dict(GOOD, **{"perf.data": blob})),
+                         ("gzip", "sframe", "inplace", "ok", IN_PLACE)])
+    (tmp_path / "results.log").write_text(text)
+    assert cli.main(["--results", str(tmp_path / "results.log")]) == 0
+    kept = tmp_path / "data" / "gzip-sframe-shim-deferred"
+    assert (kept / "perf.data").read_bytes() == blob
+    assert (kept / "shim.log").read_text() == GOOD["shim.log"]
+    assert [d.name for d in (tmp_path / "data").iterdir()] == [kept.name]
 
 
 def test_a_whole_run_writes_its_table_into_the_doc_and_only_a_whole_one(
@@ -1005,7 +1021,8 @@ def test_the_runner_refuses_a_plan_naming_nothing(tmp_path):
     for plan, why in (("xz", "is not PROGRAM:BUILD[:ENTRY]"),
                       ("xz:fp:shim:libc", "is not PROGRAM:BUILD[:ENTRY]"),
                       ("python3:deb", "names no program, build and entry"),
-                      ("xz:fp:kernel", "names no program, build and entry")):
+                      ("xz:fp:kernel", "names no program, build and entry"),
+                      ("data", "names no program")):
         p = subprocess.run(["sh", os.path.join(SHIM_DIR, "run.sh"), plan],
                            capture_output=True, text=True, env=env)
         assert p.returncode == 2 and why in p.stdout, p.stdout
@@ -1041,3 +1058,33 @@ def test_the_runners_plan_names_rows_and_entries(tmp_path):
             assert r.record == 3
             assert r.files["record.err"].strip() == \
                 f"REALSTACKS_MODE={r.entry}", r
+
+
+def test_the_plan_word_data_brings_each_recording_back(tmp_path):
+    """With "data" in the plan each run's data holds the perf.data perf
+    record wrote, byte for byte; without it, none."""
+    perf = tmp_path / "perf"
+    # perf record's stub writes its -o file; perf script's prints nothing
+    perf.write_text('#!/bin/sh\n[ "$1" = record ] || exit 0\n'
+                    'while [ "$1" != -o ]; do shift; done\n'
+                    'printf "PERFILE2\\000\\377 %s" "$2" >"$2"\n')
+    perf.chmod(0o755)
+    tracing = tmp_path / "tracing"
+    for c in ("read", "write"):
+        d = tracing / "events" / "syscalls" / f"sys_enter_{c}"
+        d.mkdir(parents=True)
+        (d / "id").write_text("7\n")
+    env = dict(os.environ, RS=SHIM_DIR, PERF=str(perf), W=str(tmp_path / "w"),
+               TRACING=str(tracing))
+    for plan, kept in (("gzip:sframe,data", True), ("gzip:sframe", False)):
+        p = subprocess.run(["sh", os.path.join(SHIM_DIR, "run.sh"), plan],
+                           capture_output=True, text=True, env=env)
+        parsed = results.parse(p.stdout)
+        assert [r.name for r in parsed.runs] == [
+            "gzip-sframe-shim-deferred", "gzip-sframe-shim-inplace"], p.stdout
+        for r in parsed.runs:  # (no shim log: the stub runs no program)
+            if kept:
+                path = str(tmp_path / "w" / r.name / "perf.data")
+                assert r.files["perf.data"] == b"PERFILE2\0\377 " + path.encode()
+            else:
+                assert "perf.data" not in r.files

@@ -15,7 +15,9 @@
 # program's) or "libc" (the shim jumps to libc's wrapper, which enters
 # the kernel: what a user gets through libc; REALSTACKS_MODE=libc).
 # "all" alone is every program and build, shim entry only (all:all:all
-# adds libc's). For each item and each mode, deferred (perf record
+# adds libc's). The plan word "data" brings each run's perf.data back
+# too (in the run's data, for a host test's recording of a real program:
+# make guest-recording). For each item and each mode, deferred (perf record
 # --call-graph fp,defer) and in place (--call-graph fp), it runs the
 # program's fixed workload under perf record, every entry of the traced
 # system calls sampled (-c 1), with the shim preloaded into the program
@@ -88,10 +90,11 @@ if [ "${1:-}" = workload ]; then
 fi
 
 plan=${1:-all}
-[ "$plan" = all ] && plan=all:all:shim
-rows=
+rows= keep=
 for want in $(echo "$plan" | bb tr , ' '); do
 	case $want in
+	data) keep=perf.data; continue ;;
+	all) want=all:all:shim ;;
 	*:*:*:*) echo "# realstacks-error: plan item '$want' is not PROGRAM:BUILD[:ENTRY]"; exit 2 ;;
 	*:*:*) ;;
 	*:*) want=$want:shim ;;
@@ -120,6 +123,7 @@ for want in $(echo "$plan" | bb tr , ' '); do
 	[ -n "$hit" ] || { echo "# realstacks-error: plan item '$want' names no program, build and entry"; exit 2; }
 done
 
+[ -n "$rows" ] || { echo "# realstacks-error: plan '$plan' names no program"; exit 2; }
 echo "# realstacks-start: kernel=$(uname -r) plan=$plan rows=$(echo $rows | wc -w)"
 echo "# realstacks-perf: $("$PERF" --version 2>&1 | head -1)"
 [ -r "$RS/manifest" ] && sed 's/^/# realstacks-manifest: /' "$RS/manifest"
@@ -166,7 +170,7 @@ for row in $rows; do
 		echo "# realstacks-run: program=$prog build=$build entry=$entry mode=$mode calls=$calls record=$rc script=$src check=$ok"
 		[ "$rc" = 0 ] && [ "$src" = 0 ] || status=1
 		echo "# realstacks-data: $name"
-		(cd "$dir" && bb tar -cf - shim.log script.txt record.err script.err 2>/dev/null) |
+		(cd "$dir" && bb tar -cf - shim.log script.txt record.err script.err $keep 2>/dev/null) |
 			bb gzip -c | bb base64
 		echo "# realstacks-data-end: $name"
 		rm -rf "$dir"

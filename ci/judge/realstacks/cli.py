@@ -204,8 +204,27 @@ def table(rows, markdown=False):
     return "\n".join(fmt.format(*x).rstrip() for x in [HEAD] + lines)
 
 
+def write_recordings(out_dir, parsed):
+    """Each run's perf.data brought back (the plan's "data"), beside its
+    shim log (the truth it is judged by): OUT/data/NAME/. The paths."""
+    paths = []
+    for run in parsed.runs:
+        if "perf.data" not in run.files:
+            continue
+        d = os.path.join(out_dir, "data", run.name)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "perf.data"), "wb") as f:
+            f.write(run.files["perf.data"])
+        with open(os.path.join(d, "shim.log"), "w") as f:
+            f.write(run.files.get("shim.log", ""))
+        paths.append(d)
+    return paths
+
+
 def write(out_dir, rows, problems, details, parsed):
     os.makedirs(out_dir, exist_ok=True)
+    for d in write_recordings(out_dir, parsed):
+        print(f"realstacks: recording kept in {d}")
     with open(os.path.join(out_dir, "table.txt"), "w") as f:
         f.write(table(rows) + "\n")
     with open(os.path.join(out_dir, "table.md"), "w") as f:

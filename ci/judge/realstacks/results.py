@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 from ci.judge.vmtest import tagged_lines
 
 FILES = ("shim.log", "script.txt", "record.err", "script.err")
+# The recording itself, when the plan asked for it (run.sh's "data"):
+# kept as bytes
+BINARY = ("perf.data",)
 DATA = re.compile(r"^# realstacks-data: (\S+)$")
 DATA_END = re.compile(r"^# realstacks-data-end: (\S+)$")
 
@@ -25,7 +28,8 @@ class Run:
     record: int               # perf record's exit code
     script: int               # perf script's
     check: str                # the workload's own check ("ok", "md5=...")
-    files: dict = field(default_factory=dict)  # FILES name -> text
+    files: dict = field(default_factory=dict)  # FILES name -> text,
+                                               # BINARY name -> bytes
     problems: list = field(default_factory=list)
 
     @property
@@ -50,13 +54,16 @@ def fields(line):
 
 
 def unpack(name, b64_lines):
-    """FILES name -> text of one run's base64 tar.gz, and problems."""
+    """FILES name -> text (BINARY name -> bytes) of one run's base64
+    tar.gz, and problems."""
     try:
         raw = base64.b64decode("".join(b64_lines), validate=True)
         files = {}
         with tarfile.open(fileobj=io.BytesIO(raw), mode="r:gz") as tar:
             for m in tar.getmembers():
-                if m.isfile() and m.name in FILES:
+                if m.isfile() and m.name in BINARY:
+                    files[m.name] = tar.extractfile(m).read()
+                elif m.isfile() and m.name in FILES:
                     files[m.name] = tar.extractfile(m).read().decode(
                         errors="replace")
     except (binascii.Error, ValueError, tarfile.TarError, EOFError,
