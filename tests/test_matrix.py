@@ -216,6 +216,7 @@ def test_a_guest_row_that_fails_is_a_problem(tmp_path, monkeypatch):
 def test_a_rows_result_is_used_again_only_for_the_same_tree_and_row(
         tmp_path, monkeypatch):
     monkeypatch.setattr(matrix, "OUT", str(tmp_path / "out"))
+    monkeypatch.setattr(matrix, "RESULTS", str(tmp_path / "results"))
     tree = tmp_path / "tree"
     tree.mkdir()
     git = ["git", "-C", str(tree), "-c", "user.name=t", "-c",
@@ -268,3 +269,45 @@ def test_a_rows_result_is_used_again_only_for_the_same_tree_and_row(
     g = matrix.GuestRow("x86_64", "rt")
     gkey = matrix.row_key(g, str(tree))
     assert gkey is None or gkey["harness"]
+
+
+def test_results_are_kept_in_the_repository_and_outlive_the_machine(
+        tmp_path, monkeypatch):
+    """A row's result goes to doc/matrix/ROW.json (committed: the next
+    session's machine has none of build/), and counts for a tree made
+    again elsewhere: a guest row's for another commit of the same
+    content (git am's commits differ by date), not for other content;
+    no row's for another compiler."""
+    assert matrix.RESULTS == os.path.join(matrix.ROOT, "doc", "matrix")
+    monkeypatch.setattr(matrix, "RESULTS", str(tmp_path / "results"))
+    monkeypatch.setattr(matrix, "harness_trees", lambda: ["a" * 40])
+    tree = tmp_path / "tree"
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c",
+           "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(tree)], check=True)
+    (tree / "f").write_text("1\n")
+    subprocess.run(git + ["add", "f"], check=True)
+    subprocess.run(git + ["commit", "-qm", "1"], check=True)
+    g = matrix.GuestRow("x86_64", "rt")
+    key = matrix.row_key(g, str(tree))
+    res = {"row": g, "built": "yes", "new": [], "unwind": "y",
+           "problems": [], "seconds": 60.0, "date": "2026-11-29T12:00"}
+    matrix.save(g, key, res)
+    assert os.path.exists(tmp_path / "results" / "x86_64-rt-guest.json")
+    # The same content committed again (another date): the same result
+    subprocess.run(git + ["commit", "-q", "--amend", "-m", "1",
+                          "--date=2001-01-01T00:00"], check=True,
+                   env=dict(os.environ, GIT_COMMITTER_DATE="2001-01-01T00:00"))
+    key2 = matrix.row_key(g, str(tree))
+    assert key2["tree"] != key["tree"]
+    assert matrix.cached(g, key2)["built"] == "yes"
+    (tree / "f").write_text("2\n")
+    subprocess.run(git + ["commit", "-qam", "2"], check=True)
+    assert matrix.cached(g, matrix.row_key(g, str(tree))) is None
+    # Another compiler: none
+    row = matrix.ROWS[0]
+    key = matrix.row_key(row, str(tree))
+    matrix.save(row, key, dict(res, row=row))
+    assert matrix.cached(row, key) is not None
+    monkeypatch.setattr(matrix, "compiler", lambda cross: "gcc (Debian 99) 99")
+    assert matrix.cached(row, matrix.row_key(row, str(tree))) is None

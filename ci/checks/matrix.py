@@ -20,13 +20,17 @@ it does not. The guest rows (GUEST_ROWS: PREEMPT_RT, Debian's own
 configurations) are make vmtest of a CONFIG= on an ARCH=: built, booted,
 the whole suite run and judged.
 
-A row's result is kept (build/out/matrix/ROW/result.json) with what it
-depends on: the row, for a build row the sources a kernel build reads
+A row's result is kept in the repository (doc/matrix/ROW.json: a row
+takes up to an hour and the whole table many, more than one session's
+machine keeps its build/) with what it depends on: the row and its
+compiler, for a build row the sources a kernel build reads
 (kernel_sources: a commit that changes only perf, the selftests or the
-documentation keeps it), for a guest row the tree's commit and the
+documentation keeps it), for a guest row the whole tree's content (its
+git tree, the same on any machine that applied the same series) and the
 harness's selftests, guest, judges and builds (GUEST_PARTS). A later
 run with the same uses it and says so (--fresh: not), so rows run one by
-one (--rows) make the whole table at the end.
+one (--rows), on any machine, make the whole table at the end. Logs and
+objects stay under build/out/matrix/.
 
 Prints the table (built, new W=1 warnings, UNWIND_USER, booted, suite,
 time) and writes
@@ -53,6 +57,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, "build")
 OUT = os.path.join(BUILD, "out", "matrix")
+# Each row's result, committed (see above)
+RESULTS = os.path.join(ROOT, "doc", "matrix")
 BASE_TAG = "vmtest-base"
 
 
@@ -131,6 +137,8 @@ class GuestRow:
         self.name, self.karch, self.config = f"{arch}-{config}-guest", \
             arch, config
         self.why = why
+        # the compiler make vmtest builds it with (ci/build/kernel.sh)
+        self.cross = "aarch64-linux-gnu-" if arch == "arm64" else ""
 
 
 GUEST_ROWS = [
@@ -467,14 +475,29 @@ def row_key(row, tree):
     if not tree_head:
         return None
     key = {"tree": tree_head, "row": {k: v for k, v in vars(row).items()
-                                      if k != "why"}}
+                                      if k != "why"},
+           "compiler": compiler(row.cross)}
     if isinstance(row, GuestRow):
+        key["content"] = subprocess.run(
+            ["git", "-C", tree, "rev-parse", f"{tree_head}^{{tree}}"],
+            capture_output=True, text=True).stdout.strip()
         key["harness"] = harness_trees()
         if not key["harness"]:
             return None
     else:
         key["sources"] = kernel_sources(tree, tree_head)
     return key
+
+
+def compiler(cross):
+    """The first line of CROSS-gcc --version (the build's compiler), or
+    "none"."""
+    try:
+        out = subprocess.run([f"{cross}gcc", "--version"],
+                             capture_output=True, text=True).stdout
+    except OSError:
+        return "none"
+    return out.splitlines()[0] if out else "none"
 
 
 # What make all of a kernel tree never reads: its documentation, the
@@ -525,12 +548,14 @@ def cached(row, key, tree=None):
     row's result of another commit counts when the sources its build
     reads are the same (kernel_sources, asked of TREE for a result saved
     without them)."""
-    path = os.path.join(OUT, row.name, "result.json")
+    path = os.path.join(RESULTS, f"{row.name}.json")
     if key is None or not os.path.exists(path):
         return None
     with open(path) as f:
         saved = json.load(f)
     have = saved.get("key") or {}
+    if have.get("compiler", key["compiler"]) != key["compiler"]:
+        return None
     if "sources" in key:
         if have.get("row") != key["row"]:
             return None
@@ -539,19 +564,21 @@ def cached(row, key, tree=None):
             sources = kernel_sources(tree, have["tree"])
         if sources is None or sources != key["sources"]:
             return None
-    elif have != key:
-        return None
+    elif {k: v for k, v in have.items() if k != "tree"} != \
+            {k: v for k, v in key.items() if k != "tree"}:
+        return None  # (a guest row: the commit itself may differ)
     return dict(saved["result"], row=row, cached=saved["date"])
 
 
 def save(row, key, res):
     if key is None:
         return
-    os.makedirs(os.path.join(OUT, row.name), exist_ok=True)
-    with open(os.path.join(OUT, row.name, "result.json"), "w") as f:
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, f"{row.name}.json"), "w") as f:
         json.dump({"key": key, "date": res["date"],
                    "result": {k: v for k, v in res.items() if k != "row"}},
                   f, indent=1)
+        f.write("\n")
 
 
 def table(results):
