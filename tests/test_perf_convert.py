@@ -462,9 +462,9 @@ def without_perfparsers_guess(stack):
     own ip before the first user frame when they differ, taking it for a
     frame the kernel skipped: for a sample taken in the kernel that is
     its first kernel address again."""
-    k = next((i for i, ip in enumerate(stack) if ip < KERNEL_START), len(stack))
-    if 0 < k < len(stack) and stack[k] == stack[0]:
-        return stack[:k] + stack[k + 1:]
+    u = next((i for i, ip in enumerate(stack) if ip < KERNEL_START), len(stack))
+    if 1 < u < len(stack) and stack[u - 1] == stack[0]:
+        return stack[:u - 1] + stack[u:]
     return stack
 
 
