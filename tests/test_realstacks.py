@@ -435,12 +435,14 @@ def test_a_runs_recording_is_kept_beside_its_truth(tmp_path):
     leaves no data directory."""
     blob = bytes(range(256)) * 4  # not text: kept as bytes
     text = results_text([("gzip", "sframe", "deferred", "ok",
-                          dict(GOOD, **{"perf.data": blob})),
+                          dict(GOOD, **{"perf.data": blob,
+                                        "sampled.data": blob[::-1]})),
                          ("gzip", "sframe", "inplace", "ok", IN_PLACE)])
     (tmp_path / "results.log").write_text(text)
     assert cli.main(["--results", str(tmp_path / "results.log")]) == 0
     kept = tmp_path / "data" / "gzip-sframe-shim-deferred"
     assert (kept / "perf.data").read_bytes() == blob
+    assert (kept / "sampled.data").read_bytes() == blob[::-1]
     assert (kept / "shim.log").read_text() == GOOD["shim.log"]
     assert [d.name for d in (tmp_path / "data").iterdir()] == [kept.name]
 
@@ -1062,7 +1064,8 @@ def test_the_runners_plan_names_rows_and_entries(tmp_path):
 
 def test_the_plan_word_data_brings_each_recording_back(tmp_path):
     """With "data" in the plan each run's data holds the perf.data perf
-    record wrote, byte for byte; without it, none."""
+    record wrote, byte for byte, and a deferred run's the cpu-clock
+    recording of its workload too; without it, none."""
     perf = tmp_path / "perf"
     # perf record's stub writes its -o file; perf script's prints nothing
     perf.write_text('#!/bin/sh\n[ "$1" = record ] || exit 0\n'
@@ -1083,8 +1086,8 @@ def test_the_plan_word_data_brings_each_recording_back(tmp_path):
         assert [r.name for r in parsed.runs] == [
             "gzip-sframe-shim-deferred", "gzip-sframe-shim-inplace"], p.stdout
         for r in parsed.runs:  # (no shim log: the stub runs no program)
-            if kept:
-                path = str(tmp_path / "w" / r.name / "perf.data")
-                assert r.files["perf.data"] == b"PERFILE2\0\377 " + path.encode()
-            else:
-                assert "perf.data" not in r.files
+            names = ["perf.data"] + (["sampled.data"] if r.mode == "deferred" else [])
+            for name in names if kept else []:
+                path = str(tmp_path / "w" / r.name / name)
+                assert r.files[name] == b"PERFILE2\0\377 " + path.encode()
+            assert set(results.BINARY) & set(r.files) == set(names if kept else [])

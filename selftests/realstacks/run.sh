@@ -16,8 +16,9 @@
 # the kernel: what a user gets through libc; REALSTACKS_MODE=libc).
 # "all" alone is every program and build, shim entry only (all:all:all
 # adds libc's). The plan word "data" brings each run's perf.data back
-# too (in the run's data, for a host test's recording of a real program:
-# make guest-recording). For each item and each mode, deferred (perf record
+# too, and for a deferred run the workload's recording on cpu-clock,
+# sampled.data (in the run's data, for the host tests' recordings of a
+# real program: make guest-recording). For each item and each mode, deferred (perf record
 # --call-graph fp,defer) and in place (--call-graph fp), it runs the
 # program's fixed workload under perf record, every entry of the traced
 # system calls sampled (-c 1), with the shim preloaded into the program
@@ -162,6 +163,20 @@ for row in $rows; do
 			>"$dir/record.out" 2>"$dir/record.err"
 		rc=$?
 		ok=$(cd "$dir/work" && check "$prog")
+		kept=$keep
+		if [ -n "$keep" ] && [ "$mode" = deferred ]; then
+			# The same workload sampled on a software event too, without
+			# the shim: a recording readers that need tracepoints' trace
+			# data can read (this static perf, without libtraceevent,
+			# writes none). No truth to judge it by: the host tests
+			# compare it with what the series' perf prints of it.
+			plain="$RS/lib/ld-linux-x86-64.so.2 --library-path $RS/lib $RS/$build/$prog"
+			# shellcheck disable=SC2086
+			(cd "$dir/work" && "$PERF" record -k monotonic -e cpu-clock -c 100000 \
+				--call-graph fp,defer -m 2M -o "$dir/sampled.data" \
+				-- /bin/sh "$RS/run.sh" workload "$prog" $plain) \
+				>/dev/null 2>"$dir/sampled.err" && kept="$keep sampled.data"
+		fi
 		# shellcheck disable=SC2086
 		"$PERF" script -i "$dir/perf.data" -F tid,time,event,ip,sym,uregs --ns \
 			$merge >"$dir/script.txt" 2>"$dir/script.err"
@@ -170,7 +185,7 @@ for row in $rows; do
 		echo "# realstacks-run: program=$prog build=$build entry=$entry mode=$mode calls=$calls record=$rc script=$src check=$ok"
 		[ "$rc" = 0 ] && [ "$src" = 0 ] || status=1
 		echo "# realstacks-data: $name"
-		(cd "$dir" && bb tar -cf - shim.log script.txt record.err script.err $keep 2>/dev/null) |
+		(cd "$dir" && bb tar -cf - shim.log script.txt record.err script.err $kept 2>/dev/null) |
 			bb gzip -c | bb base64
 		echo "# realstacks-data-end: $name"
 		rm -rf "$dir"

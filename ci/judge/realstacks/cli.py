@@ -205,16 +205,19 @@ def table(rows, markdown=False):
 
 
 def write_recordings(out_dir, parsed):
-    """Each run's perf.data brought back (the plan's "data"), beside its
-    shim log (the truth it is judged by): OUT/data/NAME/. The paths."""
+    """Each run's recordings brought back (the plan's "data":
+    results.BINARY), beside its shim log (the truth perf.data is judged
+    by): OUT/data/NAME/. The paths."""
     paths = []
     for run in parsed.runs:
         if "perf.data" not in run.files:
             continue
         d = os.path.join(out_dir, "data", run.name)
         os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, "perf.data"), "wb") as f:
-            f.write(run.files["perf.data"])
+        for name in results.BINARY:
+            if name in run.files:
+                with open(os.path.join(d, name), "wb") as f:
+                    f.write(run.files[name])
         with open(os.path.join(d, "shim.log"), "w") as f:
             f.write(run.files.get("shim.log", ""))
         paths.append(d)

@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from ci.judge.vmtest import tagged_lines
 
 FILES = ("shim.log", "script.txt", "record.err", "script.err")
-# The recording itself, when the plan asked for it (run.sh's "data"):
+# The recordings, when the plan asked for them (run.sh's "data"): the
+# run's own and, for a deferred run, the workload sampled on cpu-clock;
 # kept as bytes
-BINARY = ("perf.data",)
+BINARY = ("perf.data", "sampled.data")
 DATA = re.compile(r"^# realstacks-data: (\S+)$")
 DATA_END = re.compile(r"^# realstacks-data-end: (\S+)$")
 
