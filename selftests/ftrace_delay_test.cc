@@ -1,0 +1,1000 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ftrace, the second consumer of the deferred walk (SPEC 4; the kernel's
+ * Documentation/trace/ftrace.rst, userstacktrace_delay): the tracefs
+ * option per instance, the user_unwind_cookie event after each event of a
+ * user task and one user_unwind_stack event per cookie and instance, its
+ * frames against the test's own return addresses, the in-place
+ * userstacktrace walk and perf's deferred record of the same entry; the
+ * file offset, inode and device per frame; kernel threads, instance
+ * removal with requests pending, the slot limit (ENOSPC) and exec.
+ *
+ * The buffers are read binary (per_cpu/cpuN/trace_pipe_raw, lib/ftrace.h)
+ * after tracing_on is cleared: the text of a stack event has no ips.
+ * Every instance is removed on every path (ftrace::Instance's
+ * destructor).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "helpers/raw_syscall.h"
+#include "lib/features.h"
+#include "lib/ftrace.h"
+#include "lib/perf_abi.h"
+#include "lib/session.h"
+#include "lib/symbols.h"
+#include "lib/test_class.h"
+#include "lib/workload.h"
+
+namespace {
+
+using ftrace::Instance;
+using ftrace::RawEvent;
+using ftrace::UnwindStack;
+
+constexpr const char *kOption = "userstacktrace_delay";
+constexpr const char *kWhy =
+	"ftrace's userstacktrace_delay, a second consumer of the deferred "
+	"walk (SPEC 4; upstream 7.2 has none)";
+
+/*
+ * The option is there; or the test fails where the kernel's config says
+ * it must be (feature expected: CONFIG_UNWIND_USER and CONFIG_TRACING),
+ * and skips elsewhere.
+ */
+bool have_option(std::string *why)
+{
+	std::string r = ftrace::root();
+	if (r.empty()) {
+		*why = "no tracefs with instances/";
+		return false;
+	}
+	if (access((r + "/options/" + kOption).c_str(), F_OK)) {
+		*why = r + "/options/" + kOption + ": " + strerror(errno);
+		return false;
+	}
+	return true;
+}
+
+#define REQUIRE_DELAY_OPTION()                                              \
+	do {                                                                \
+		std::string why_, exp_;                                     \
+		if (!have_option(&why_)) {                                  \
+			if (ftrace::delay_expected(&exp_))                  \
+				FAIL() << "feature expected (" << exp_      \
+				       << ") but " << why_;                 \
+			GTEST_SKIP() << "kernel lacks " << kOption << ": "  \
+				     << why_ << " (" << exp_ << ")";       \
+		}                                                           \
+	} while (0)
+
+/* ---- a known user stack ------------------------------------------------ */
+
+/*
+ * fd_outer -> fd_middle -> fd_leaf, the leaf entering the kernel with an
+ * inlined getppid (no libc frame): a deferred stack of that entry starts
+ * in fd_leaf, then the three return addresses the functions note here.
+ */
+struct Known {
+	uint64_t ra_leaf = 0, ra_middle = 0, ra_outer = 0;
+};
+Known known;
+
+extern "C" __attribute__((noinline)) long fd_leaf(void)
+{
+	long r = raw_syscall3(NR_getppid, 0, 0, 0);
+	known.ra_leaf = (uint64_t)__builtin_return_address(0);
+	work::work_not_a_leaf();
+	return r;
+}
+
+extern "C" __attribute__((noinline)) long fd_middle(void)
+{
+	long r = fd_leaf();
+	known.ra_middle = (uint64_t)__builtin_return_address(0);
+	work::work_not_a_leaf();
+	return r;
+}
+
+/* n getppid() calls, all through the same call sites. */
+extern "C" __attribute__((noinline)) long fd_outer(int n)
+{
+	long r = 0;
+	for (int i = 0; i < n; i++)
+		r += fd_middle() > 0;
+	known.ra_outer = (uint64_t)__builtin_return_address(0);
+	work::work_not_a_leaf();
+	return r;
+}
+
+/* ips holds the known stack: starts in fd_leaf, then the three returns. */
+bool known_stack(const std::vector<uint64_t> &ips)
+{
+	static const syms::Symbol *leaf = syms::find(syms::self(), "fd_leaf");
+	return leaf && ips.size() >= 4 && leaf->contains(ips[0]) &&
+	       ips[1] == known.ra_leaf && ips[2] == known.ra_middle &&
+	       ips[3] == known.ra_outer;
+}
+
+/* ---- what an instance recorded for one task ----------------------------- */
+
+/* One traced event of the task and what followed it in its CPU's buffer. */
+struct Entry {
+	const RawEvent *ev = nullptr;
+	bool has_cookie = false;
+	uint64_t cookie = 0;
+	bool in_place = false; /* a user_stack event instead */
+	std::vector<uint64_t> in_place_ips;
+};
+
+struct View {
+	std::vector<Entry> entries; /* ordered by time */
+	/* user_unwind_stack events by cookie, with their time */
+	std::map<uint64_t, std::vector<std::pair<uint64_t, UnwindStack>>> stacks;
+	size_t cookie_events = 0, stack_events = 0;
+	std::string describe() const
+	{
+		size_t c = 0, p = 0;
+		for (const Entry &e : entries) {
+			c += e.has_cookie;
+			p += e.in_place;
+		}
+		std::ostringstream o;
+		o << entries.size() << " events, " << c << " followed by a "
+		  << "cookie, " << p << " by an in-place user_stack; "
+		  << cookie_events << " cookie events, " << stack_events
+		  << " stack events (" << stacks.size() << " cookies)";
+		return o.str();
+	}
+};
+
+/*
+ * The events of type `type` recorded in task tid (-1: any task), each
+ * with the event right after it in its CPU's buffer, and every stack
+ * event of the instance by cookie.
+ */
+View view(const Instance &in, const ftrace::Decoder &d, long type, pid_t tid,
+	  std::string *err)
+{
+	View v;
+	for (auto &[cpu, evs] : in.events()) {
+		for (size_t k = 0; k < evs.size(); k++) {
+			const RawEvent &e = evs[k];
+			if (d.is_cookie(e))
+				v.cookie_events++;
+			if (d.is_stack(e)) {
+				UnwindStack s;
+				if (!d.stack(e, &s)) {
+					*err = "a user_unwind_stack event that "
+					       "does not decode";
+					return v;
+				}
+				v.stack_events++;
+				v.stacks[s.cookie].push_back({ e.ts, s });
+			}
+			if (e.type() != type || (tid >= 0 && e.pid() != tid))
+				continue;
+			Entry en;
+			en.ev = &e;
+			if (k + 1 < evs.size() && evs[k + 1].pid() == e.pid()) {
+				en.has_cookie = d.cookie(evs[k + 1], &en.cookie);
+				en.in_place = d.user_stack(evs[k + 1],
+							   &en.in_place_ips);
+			}
+			v.entries.push_back(en);
+		}
+	}
+	std::sort(v.entries.begin(), v.entries.end(),
+		  [](const Entry &a, const Entry &b) {
+			  return a.ev->ts != b.ev->ts ? a.ev->ts < b.ev->ts
+						      : a.ev->seq < b.ev->seq;
+		  });
+	return v;
+}
+
+/*
+ * Every entry has a cookie of its own and exactly one stack event with
+ * it, written after the entry's event; returns how many do, and says in
+ * *bad what the first that does not had.
+ */
+size_t answered_once(const View &v, std::string *bad)
+{
+	size_t ok = 0;
+	std::set<uint64_t> seen;
+	for (const Entry &e : v.entries) {
+		std::ostringstream o;
+		auto it = e.has_cookie ? v.stacks.find(e.cookie) : v.stacks.end();
+		if (!e.has_cookie)
+			o << "an event at " << e.ev->ts << " without a cookie"
+			  << (e.in_place ? " (in-place user_stack)" : "");
+		else if (!seen.insert(e.cookie).second)
+			o << "cookie " << std::hex << e.cookie
+			  << " announced twice";
+		else if (it == v.stacks.end())
+			o << "no stack event for cookie " << std::hex << e.cookie;
+		else if (it->second.size() != 1)
+			o << it->second.size() << " stack events for cookie "
+			  << std::hex << e.cookie;
+		else if (it->second[0].first < e.ev->ts)
+			o << "the stack event of cookie " << std::hex << e.cookie
+			  << " came before its event";
+		else
+			ok++;
+		if (bad->empty() && !o.str().empty())
+			*bad = o.str();
+	}
+	return ok;
+}
+
+long event_id(const std::string &name)
+{
+	return work::tracepoint_id(name);
+}
+
+std::string pid_filter(pid_t tid)
+{
+	return "common_pid == " + std::to_string(tid);
+}
+
+/* A set-up instance: option, one event filtered on tid, tracing on. */
+::testing::AssertionResult set_up(Instance *in, const std::string &name,
+				  bool delay, bool inplace,
+				  const std::string &event, pid_t tid,
+				  unsigned kb = 1024)
+{
+	int e = in->create(name, kb);
+	if (!e && delay)
+		e = in->set_option(kOption, true);
+	if (!e && inplace)
+		e = in->set_option("userstacktrace", true);
+	if (!e)
+		e = in->enable_event(event, tid >= 0 ? pid_filter(tid) : "");
+	if (e)
+		return ::testing::AssertionFailure()
+		       << "instance " << name << " (" << in->path()
+		       << "), option or " << event << ": " << strerror(-e);
+	return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult stop_and_drain(Instance *in)
+{
+	in->tracing_on(false);
+	std::string err;
+	if (!in->drain(&err))
+		return ::testing::AssertionFailure() << err;
+	return ::testing::AssertionSuccess();
+}
+
+/* ---- 1: the option ---------------------------------------------------- */
+
+TEST(FtraceDelay, OptionAtTopLevelAndNewInstanceStartsCleared)
+{
+	EXTENSION(kWhy);
+	REQUIRE_DELAY_OPTION();
+	std::string top = ftrace::root() + "/options/" + kOption;
+	std::string was = work::read_file(top);
+	printf("# %s: %s", top.c_str(), was.c_str());
+	EXPECT_TRUE(was == "0\n" || was == "1\n") << "'" << was << "'";
+	Instance in;
+	ASSERT_EQ(in.create("fd-opt"), 0) << strerror(errno);
+	EXPECT_EQ(in.option(kOption), 0) << "a new instance has the option set";
+	EXPECT_EQ(in.set_option(kOption, true), 0);
+	EXPECT_EQ(in.option(kOption), 1);
+	/* A second instance still starts cleared. */
+	Instance in2;
+	ASSERT_EQ(in2.create("fd-opt"), 0);
+	EXPECT_EQ(in2.option(kOption), 0);
+	EXPECT_EQ(in.set_option(kOption, false), 0);
+	EXPECT_EQ(in.option(kOption), 0);
+	/* The top level takes it too (and gets back what it had). */
+	if (was == "0\n") {
+		int fd = open(top.c_str(), O_WRONLY | O_CLOEXEC);
+		ASSERT_GE(fd, 0) << strerror(errno);
+		EXPECT_EQ(write(fd, "1", 1), 1) << strerror(errno);
+		close(fd);
+		EXPECT_EQ(work::read_file(top), "1\n");
+		EXPECT_TRUE(work::write_file(top, "0"));
+		EXPECT_EQ(work::read_file(top), "0\n");
+	}
+	EXPECT_EQ(in.remove(), 0);
+	EXPECT_EQ(in2.remove(), 0);
+}
+
+/* ---- 2: syscall entries --------------------------------------------------- */
+
+constexpr int kCalls = 100;
+
+TEST(FtraceDelay, EveryGetppidGetsOneStackEqualToKnownAndInPlace)
+{
+	EXTENSION(kWhy);
+	REQUIRE_DELAY_OPTION();
+	const char *tp = "syscalls/sys_enter_getppid";
+	long id = event_id(tp);
+	if (id < 0)
+		GTEST_SKIP() << "no tracepoint " << tp;
+	ftrace::Decoder d;
+	std::string err;
+	ASSERT_TRUE(d.load(&err)) << err;
+	pid_t tid = work::gettid();
+	Instance del, inp;
+	ASSERT_TRUE(set_up(&del, "fd-delay", true, false, tp, tid));
+	ASSERT_TRUE(set_up(&inp, "fd-inplace", false, true, tp, tid));
+	ASSERT_EQ(del.tracing_on(true), 0);
+	ASSERT_EQ(inp.tracing_on(true), 0);
+	EXPECT_EQ(fd_outer(kCalls), kCalls);
+	inp.tracing_on(false);
+	ASSERT_TRUE(stop_and_drain(&del));
+	ASSERT_TRUE(stop_and_drain(&inp));
+
+	View v = view(del, d, id, tid, &err);
+	ASSERT_TRUE(err.empty()) << err;
+	View u = view(inp, d, id, tid, &err);
+	ASSERT_TRUE(err.empty()) << err;
+	printf("# userstacktrace_delay: %s\n", v.describe().c_str());
+	printf("# userstacktrace: %s\n", u.describe().c_str());
+	EXPECT_EQ(del.lost(), 0u);
+	EXPECT_EQ(inp.lost(), 0u);
+	ASSERT_EQ(v.entries.size(), (size_t)kCalls);
+	std::string bad;
+	EXPECT_EQ(answered_once(v, &bad), (size_t)kCalls) << bad;
+	EXPECT_EQ(v.stacks.size(), (size_t)kCalls)
+		<< "stack events of cookies no event announced";
+	EXPECT_EQ(u.cookie_events + u.stack_events, 0u)
+		<< "userstacktrace alone wrote deferred events";
+
+	size_t good = 0, compared = 0, equal = 0, complete = 0;
+	std::string first_bad;
+	for (size_t i = 0; i < v.entries.size(); i++) {
+		const Entry &e = v.entries[i];
+		auto it = v.stacks.find(e.cookie);
+		if (!e.has_cookie || it == v.stacks.end())
+			continue;
+		const std::vector<uint64_t> &ips = it->second[0].second.ips;
+		if (known_stack(ips))
+			good++;
+		else if (first_bad.empty())
+			first_bad = syms::chain_str(ips);
+		if (i >= u.entries.size() || !u.entries[i].in_place)
+			continue;
+		/* The in-place walk: at most 8 frames, and it stops at a
+		 * frame it could not read without a fault. */
+		const std::vector<uint64_t> &p = u.entries[i].in_place_ips;
+		compared++;
+		size_t n = std::min(p.size(), ips.size());
+		bool same = n > 0 && std::equal(p.begin(), p.begin() + n,
+						ips.begin());
+		equal += same;
+		complete += same && (p.size() == 8 || p.size() == ips.size());
+		if (!same && first_bad.empty())
+			first_bad = "in place " + syms::chain_str(p) +
+				    " deferred " + syms::chain_str(ips);
+	}
+	printf("# %zu stacks start with fd_leaf, fd_middle, fd_outer and the "
+	       "test; %zu compared with the in-place walk of the same event: "
+	       "%zu equal (%zu of them whole walks)\n", good, compared, equal,
+	       complete);
+	EXPECT_EQ(good, (size_t)kCalls) << first_bad;
+	EXPECT_EQ(u.entries.size(), (size_t)kCalls);
+	EXPECT_EQ(compared, (size_t)kCalls)
+		<< "events of the userstacktrace instance without a user_stack";
+	EXPECT_EQ(equal, compared) << first_bad;
+	EXPECT_GE(complete, 1u);
+}
+
+/* ---- 3: file offset, inode, device ---------------------------------------- */
+
+struct Mapping {
+	uint64_t start = 0, end = 0, offset = 0, inode = 0, dev = 0;
+	bool exec = false;
+	std::string path;
+};
+
+std::vector<Mapping> self_maps()
+{
+	std::vector<Mapping> v;
+	std::istringstream in(work::read_file("/proc/self/maps"));
+	std::string line;
+	while (std::getline(in, line)) {
+		Mapping m;
+		char perms[8] = "", path[512] = "";
+		unsigned maj = 0, min = 0;
+		unsigned long long s, e, off, ino;
+		if (sscanf(line.c_str(), "%llx-%llx %7s %llx %x:%x %llu %511s", &s,
+			   &e, perms, &off, &maj, &min, &ino, path) < 7)
+			continue;
+		m.start = s;
+		m.end = e;
+		m.offset = off;
+		m.inode = ino;
+		m.dev = (uint64_t)maj << 20 | min;
+		m.exec = perms[2] == 'x';
+		m.path = path;
+		v.push_back(m);
+	}
+	return v;
+}
+
+TEST(FtraceDelay, FramesCarryFileOffsetInodeAndDevice)
+{
+	EXTENSION(kWhy);
+	REQUIRE_DELAY_OPTION();
+	const char *tp = "syscalls/sys_enter_getppid";
+	long id = event_id(tp);
+	if (id < 0)
+		GTEST_SKIP() << "no tracepoint " << tp;
+	ftrace::Decoder d;
+	std::string err;
+	ASSERT_TRUE(d.load(&err)) << err;
+	struct stat st;
+	ASSERT_EQ(stat("/proc/self/exe", &st), 0) << strerror(errno);
+	std::vector<Mapping> maps = self_maps();
+	ASSERT_FALSE(maps.empty());
+	pid_t tid = work::gettid();
+	Instance in;
+	ASSERT_TRUE(set_up(&in, "fd-files", true, false, tp, tid));
+	ASSERT_EQ(in.tracing_on(true), 0);
+	fd_outer(10);
+	ASSERT_TRUE(stop_and_drain(&in));
+	View v = view(in, d, id, tid, &err);
+	ASSERT_TRUE(err.empty()) << err;
+	printf("# %s\n", v.describe().c_str());
+	ASSERT_FALSE(v.stacks.empty()) << v.describe();
+	size_t frames = 0, in_exe = 0, filed = 0, anon = 0, unmapped = 0;
+	std::string first;
+	auto wrong = [&](const std::string &what) {
+		if (first.empty())
+			first = what;
+	};
+	uint64_t kdev = ftrace::kernel_dev(st.st_dev);
+	for (auto &[cookie, list] : v.stacks) {
+		const UnwindStack &s = list[0].second;
+		size_t n = s.ips.size();
+		if (s.stack.size() != n || s.inodes.size() != n ||
+		    s.dev.size() != n) {
+			wrong("arrays of different lengths");
+			continue;
+		}
+		for (size_t i = 0; i < n; i++) {
+			uint64_t ip = s.ips[i];
+			frames++;
+			const Mapping *m = nullptr;
+			for (const Mapping &x : maps)
+				if (ip >= x.start && ip < x.end)
+					m = &x;
+			std::ostringstream o;
+			o << "frame " << i << " ip " << std::hex << ip
+			  << ": stack " << s.stack[i] << " inode " << s.inodes[i]
+			  << " dev " << s.dev[i];
+			if (!m) {
+				unmapped++;
+				if (s.inodes[i] != (uint64_t)-1L || s.stack[i] != ip)
+					wrong(o.str() + " (no mapping: want "
+							"inode -1, the ip)");
+				continue;
+			}
+			if (!m->inode) {
+				anon++;
+				if (s.inodes[i] || s.dev[i])
+					wrong(o.str() + " (anonymous " + m->path +
+					      ": want inode and dev 0)");
+				continue;
+			}
+			filed++;
+			if (s.stack[i] != ip - m->start + m->offset ||
+			    s.inodes[i] != m->inode || s.dev[i] != m->dev)
+				wrong(o.str() + " (" + m->path + ")");
+			if (m->inode == st.st_ino && m->dev == kdev) {
+				in_exe++;
+				if (s.inodes[i] != st.st_ino || s.dev[i] != kdev)
+					wrong(o.str() + " (the test program)");
+			}
+		}
+	}
+	printf("# %zu frames: %zu in files (%zu in the test program, inode "
+	       "%llu dev %llx), %zu anonymous, %zu unmapped\n", frames, filed,
+	       in_exe, (unsigned long long)st.st_ino,
+	       (unsigned long long)kdev, anon, unmapped);
+	EXPECT_TRUE(first.empty()) << first;
+	EXPECT_GE(in_exe, 4 * v.stacks.size())
+		<< "each stack has at least its four known frames in the program";
+}
+
+/* ---- 4: two instances and one without the option ------------------------- */
+
+TEST(FtraceDelay, TwoInstancesShareCookieOtherGetsNone)
+{
+	EXTENSION(kWhy);
+	REQUIRE_DELAY_OPTION();
+	const char *tp = "syscalls/sys_enter_getppid";
+	long id = event_id(tp);
+	if (id < 0)
+		GTEST_SKIP() << "no tracepoint " << tp;
+	ftrace::Decoder d;
+	std::string err;
+	ASSERT_TRUE(d.load(&err)) << err;
+	pid_t tid = work::gettid();
+	Instance a, b, none;
+	ASSERT_TRUE(set_up(&a, "fd-a", true, false, tp, tid));
+	ASSERT_TRUE(set_up(&b, "fd-b", true, false, tp, tid));
+	ASSERT_TRUE(set_up(&none, "fd-none", false, false, tp, tid));
+	for (Instance *in : { &a, &b, &none })
+		ASSERT_EQ(in->tracing_on(true), 0);
+	constexpr int kN = 50;
+	fd_outer(kN);
+	for (Instance *in : { &a, &b, &none })
+		ASSERT_TRUE(stop_and_drain(in));
+	View va = view(a, d, id, tid, &err), vb = view(b, d, id, tid, &err),
+	     vn = view(none, d, id, tid, &err);
+	ASSERT_TRUE(err.empty()) << err;
+	printf("# a: %s\n# b: %s\n# without the option: %s\n",
+	       va.describe().c_str(), vb.describe().c_str(),
+	       vn.describe().c_str());
+	std::string bad;
+	EXPECT_EQ(answered_once(va, &bad), (size_t)kN) << bad;
+	EXPECT_EQ(answered_once(vb, &bad), (size_t)kN) << bad;
+	std::set<uint64_t> ca, cb;
+	for (const Entry &e : va.entries)
+		ca.insert(e.cookie);
+	for (const Entry &e : vb.entries)
+		cb.insert(e.cookie);
+	EXPECT_EQ(ca, cb) << "the two instances got different cookies";
+	size_t same = 0;
+	for (auto &[c, l] : va.stacks) {
+		auto it = vb.stacks.find(c);
+		same += it != vb.stacks.end() &&
+			it->second[0].second.ips == l[0].second.ips;
+	}
+	EXPECT_EQ(same, (size_t)kN) << "stacks with the same frames in both";
+	EXPECT_EQ(vn.entries.size(), (size_t)kN);
+	EXPECT_EQ(vn.cookie_events, 0u);
+	EXPECT_EQ(vn.stack_events, 0u);
+	for (Instance *in : { &a, &b, &none })
+		EXPECT_EQ(in->lost(), 0u);
+}
+
+/* ---- 5: perf and ftrace in the same entry ---------------------------------- */
+
+TEST(FtraceDelay, PerfAndFtraceShareCookieAndFrames)
+{
+	EXTENSION(kWhy);
+	REQUIRE_DELAY_OPTION();
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	const char *tp = "syscalls/sys_enter_getppid";
+	long id = event_id(tp);
+	if (id < 0)
+		GTEST_SKIP() << "no tracepoint " << tp;
+	ftrace::Decoder d;
+	std::string err;
+	ASSERT_TRUE(d.load(&err)) << err;
+	pid_t tid = work::gettid();
+	Instance in;
+	ASSERT_TRUE(set_up(&in, "fd-perf", true, false, tp, tid));
+	session::Session s;
+	int r = s.open(session::tracepoint(id), 0, -1);
+	ASSERT_EQ(r, 0) << tp << ": " << strerror(-r);
+	constexpr int kN = 50;
+	ASSERT_EQ(in.tracing_on(true), 0);
+	s.enable();
+	fd_outer(kN);
+	s.disable();
+	s.drain();
+	ASSERT_TRUE(stop_and_drain(&in));
+	View v = view(in, d, id, tid, &err);
+	ASSERT_TRUE(err.empty()) << err;
+	std::map<uint64_t, std::vector<uint64_t>> perf_rec;
+	std::set<uint64_t> perf_cookies;
+	for (const perf::Sample &sm : s.samples(0, &err)) {
+		perf::SplitChain c = perf::split_callchain(sm.callchain);
+		if (c.deferred && sm.sid.tid == (uint32_t)tid)
+			perf_cookies.insert(c.cookie);
+	}
+	for (const perf::DeferredCallchain &dc : s.deferred(0, &err)) {
+		std::vector<uint64_t> ips;
+		for (uint64_t ip : dc.ips)
+			if (ip < (uint64_t)PERF_CONTEXT_MAX)
+				ips.push_back(ip);
+		perf_rec[dc.cookie] = ips;
+	}
+	ASSERT_TRUE(err.empty()) << err;
+	std::set<uint64_t> ft_cookies;
+	for (const Entry &e : v.entries)
+		if (e.has_cookie)
+			ft_cookies.insert(e.cookie);
+	size_t both = 0, equal = 0;
+	std::string first;
+	for (uint64_t c : ft_cookies) {
+		auto p = perf_rec.find(c);
+		auto f = v.stacks.find(c);
+		if (!perf_cookies.count(c) || p == perf_rec.end() ||
+		    f == v.stacks.end())
+			continue;
+		both++;
+		if (p->second == f->second[0].second.ips)
+			equal++;
+		else if (first.empty())
+			first = "perf " + syms::chain_str(p->second) + " ftrace " +
+				syms::chain_str(f->second[0].second.ips);
+	}
+	printf("# %zu perf samples with a cookie, %zu records; ftrace: %s; "
+	       "%zu cookies in both, %zu with equal frames\n",
+	       perf_cookies.size(), perf_rec.size(), v.describe().c_str(),
+	       both, equal);
+	EXPECT_EQ(s.lost(), 0u);
+	EXPECT_EQ(in.lost(), 0u);
+	EXPECT_EQ(ft_cookies.size(), (size_t)kN);
+	EXPECT_EQ(perf_cookies, ft_cookies)
+		<< "perf and ftrace got different cookies for the same entries";
+	EXPECT_EQ(both, (size_t)kN);
+	EXPECT_EQ(equal, both) << first;
+}
+
+/* ---- 6: kernel threads ------------------------------------------------- */
+
+TEST(FtraceDelay, KernelThreadEventsGetNoCookie)
+{
+	EXTENSION(kWhy);
+	REQUIRE_DELAY_OPTION();
+	const char *tp = "sched/sched_switch";
+	long id = event_id(tp);
+	if (id < 0)
+		GTEST_SKIP() << "no tracepoint " << tp;
+	ftrace::Decoder d;
+	std::string err;
+	ASSERT_TRUE(d.load(&err)) << err;
+	std::map<pid_t, work::TaskInfo> before = work::all_tasks();
+	Instance in;
+	ASSERT_TRUE(set_up(&in, "fd-kthread", true, false, tp, -1, 2048));
+	ASSERT_EQ(in.tracing_on(true), 0);
+	/* Sleeps: switches to idle and back, and to the kworkers' timers. */
+	for (int i = 0; i < 50; i++)
+		usleep(1000);
+	ASSERT_TRUE(stop_and_drain(&in));
+	std::map<pid_t, work::TaskInfo> after = work::all_tasks();
+	View v = view(in, d, id, -1, &err);
+	ASSERT_TRUE(err.empty()) << err;
+	size_t kthread = 0, kthread_cookie = 0, user = 0, user_answered = 0,
+	       unknown = 0;
+	std::string first;
+	for (const Entry &e : v.entries) {
+		pid_t pid = e.ev->pid();
+		const work::TaskInfo *ti = nullptr;
+		if (before.count(pid))
+			ti = &before[pid];
+		else if (after.count(pid))
+			ti = &after[pid];
+		bool kernel = pid == 0 ||
+			      (ti && (ti->flags & (work::kPfKthread |
+						  work::kPfUserWorker)));
+		if (!kernel && !ti) {
+			unknown++;
+			continue;
+		}
+		if (kernel) {
+			kthread++;
+			if (e.has_cookie || e.in_place) {
+				kthread_cookie++;
+				if (first.empty())
+					first = "pid " + std::to_string(pid) +
+						(ti ? " " + ti->comm : "");
+			}
+		} else {
+			user++;
+			user_answered += e.has_cookie || e.in_place;
+		}
+	}
+	printf("# %s; %zu of kernel threads or user workers (%zu with a "
+	       "cookie or user stack), %zu of user tasks (%zu with one), %zu "
+	       "of tasks gone\n", v.describe().c_str(), kthread,
+	       kthread_cookie, user, user_answered, unknown);
+	EXPECT_EQ(in.lost(), 0u);
+	EXPECT_GE(kthread, 1u) << "no switch away from a kernel thread";
+	EXPECT_EQ(kthread_cookie, 0u) << "first: " << first;
+	EXPECT_GE(user, 1u);
+	EXPECT_EQ(user_answered, user)
+		<< "switches of user tasks without a cookie or user stack";
+}
+
+/* ---- 7: instance removal with requests pending --------------------------- */
+
+extern "C" __attribute__((noinline)) long fd_sleep(long ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000), ns % 1000000000 };
+	long r = syscall(SYS_nanosleep, &ts, nullptr);
+	work::work_not_a_leaf();
+	return r;
+}
+
+TEST(FtraceDelay, RemovingInstanceWithPendingRequestIsClean)
+{
+	EXTENSION(kWhy);
+	REQUIRE_DELAY_OPTION();
+	const char *tp = "syscalls/sys_enter_nanosleep";
+	long id = event_id(tp);
+	if (id < 0)
+		GTEST_SKIP() << "no tracepoint " << tp;
+	ftrace::Decoder d;
+	std::string err;
+	ASSERT_TRUE(d.load(&err)) << err;
+	std::atomic<pid_t> tid{ 0 };
+	std::atomic<bool> go{ false };
+	std::atomic<long> slept{ -2 };
+	/* Long enough for the removal to happen while it sleeps, on a slow
+	 * guest too: two RCU grace periods and a walk of every task. */
+	long ns = (long)(200e6 * work::slowdown());
+	std::thread sleeper([&] {
+		tid = work::gettid();
+		while (!go)
+			usleep(100);
+		slept = fd_sleep(ns);
+	});
+	while (!tid)
+		usleep(100);
+	Instance in;
+	auto release = [&] {
+		go = true;
+		sleeper.join();
+	};
+	::testing::AssertionResult ok =
+		set_up(&in, "fd-rm", true, false, tp, tid);
+	if (!ok) {
+		release();
+		FAIL() << ok.message();
+	}
+	in.tracing_on(true);
+	go = true;
+	/* Wait for its request: the cookie event after its sys_enter. */
+	work::Deadline dl(10);
+	bool asked = false;
+	while (!asked && !dl.passed()) {
+		if (!in.drain(&err))
+			break;
+		View v = view(in, d, id, tid, &err);
+		asked = !v.entries.empty() && v.entries[0].has_cookie;
+		if (!asked)
+			usleep(1000);
+	}
+	char state = work::task_state(tid);
+	double t0 = work::now_s();
+	in.tracing_on(false);
+	in.disable_events();
+	int rm = in.remove();
+	double took = work::now_s() - t0;
+	char state_after = work::task_state(tid);
+	sleeper.join();
+	printf("# the sleeper %s its request (%s), state %c; rmdir took "
+	       "%.3f s, sleeper state %c after it; nanosleep returned %ld\n",
+	       asked ? "made" : "did not make", dl.describe().c_str(), state,
+	       took, state_after, slept.load());
+	EXPECT_TRUE(err.empty()) << err;
+	EXPECT_TRUE(asked) << "no cookie event after the sleeper's nanosleep";
+	EXPECT_EQ(rm, 0) << "rmdir: " << strerror(-rm);
+	EXPECT_EQ(slept.load(), 0);
+}
+
+extern "C" __attribute__((noinline)) void fd_busy(std::atomic<bool> *stop,
+						 std::atomic<long> *calls)
+{
+	while (!stop->load(std::memory_order_relaxed)) {
+		raw_syscall3(NR_getppid, 0, 0, 0);
+		calls->fetch_add(1, std::memory_order_relaxed);
+	}
+	work::work_not_a_leaf();
+}
+
+TEST(FtraceDelay, CreateEnableRemoveLoopUnderSyscallLoad)
+{
+	EXTENSION(kWhy);
+	REQUIRE_DELAY_OPTION();
+	const char *tp = "syscalls/sys_enter_getppid";
+	if (event_id(tp) < 0)
+		GTEST_SKIP() << "no tracepoint " << tp;
+	std::atomic<bool> stop{ false };
+	std::atomic<long> calls{ 0 };
+	std::thread busy(fd_busy, &stop, &calls);
+	std::thread sleepy([&] {
+		while (!stop)
+			fd_sleep(1000000);
+	});
+	constexpr int kRounds = 50;
+	int done = 0, failed = 0;
+	std::string first;
+	work::Deadline dl(60);
+	for (int i = 0; i < kRounds && !dl.passed(); i++) {
+		Instance in;
+		int e = in.create("fd-loop", 64);
+		if (!e)
+			e = in.set_option(kOption, true);
+		if (!e)
+			e = in.enable_event(tp, "");
+		if (!e)
+			e = in.enable_event("syscalls/sys_enter_nanosleep", "");
+		if (!e)
+			e = in.tracing_on(true);
+		usleep(2000);
+		/*
+		 * Odd rounds: stop, clear and rmdir as a tool does; even
+		 * rounds rmdir with tracing, the events and the option on:
+		 * the removal must let go of the slot itself.
+		 */
+		if (!e)
+			e = i % 2 ? in.remove() : in.rmdir_only();
+		done++;
+		if (e) {
+			failed++;
+			if (first.empty())
+				first = "round " + std::to_string(i) + ": " +
+					strerror(-e);
+		}
+	}
+	stop = true;
+	busy.join();
+	sleepy.join();
+	printf("# %d rounds of create, set, enable, rmdir (%d failed), "
+	       "%ld getppid calls beside them, %s\n", done, failed,
+	       calls.load(), dl.describe().c_str());
+	EXPECT_EQ(done, kRounds) << dl.describe();
+	EXPECT_EQ(failed, 0) << first;
+	EXPECT_GT(calls.load(), 0);
+}
+
+/* ---- 8: the slot limit ------------------------------------------------- */
+
+/* Instances with the option set now, the top level included. */
+int instances_with_option()
+{
+	std::string r = ftrace::root();
+	int n = work::read_file(r + "/options/" + kOption) == "1\n";
+	if (DIR *dir = opendir((r + "/instances").c_str())) {
+		while (struct dirent *de = readdir(dir))
+			if (de->d_name[0] != '.')
+				n += work::read_file(r + "/instances/" +
+						     de->d_name + "/options/" +
+						     kOption) == "1\n";
+		closedir(dir);
+	}
+	return n;
+}
+
+TEST(FtraceDelay, SixtyFifthInstanceGetsEnospcAndClearingFreesASlot)
+{
+	EXTENSION(kWhy);
+	REQUIRE_DELAY_OPTION();
+	const int kSlots = 8 * sizeof(long);
+	int others = instances_with_option();
+	/* Removed at the end of the test whatever happens (destructors). */
+	std::vector<std::unique_ptr<Instance>> ins;
+	int set = 0, err = 0;
+	for (int i = 0; i < kSlots + 4; i++) {
+		ins.push_back(std::make_unique<Instance>());
+		int e = ins.back()->create("fd-slot", 4);
+		ASSERT_EQ(e, 0) << "instance " << i << ": " << strerror(-e);
+		err = ins.back()->set_option(kOption, true);
+		if (err)
+			break;
+		set++;
+	}
+	printf("# %d instances had the option already; it was set on %d "
+	       "more, then: %s\n", others, set,
+	       err ? strerror(-err) : "no error");
+	EXPECT_EQ(err, -ENOSPC);
+	EXPECT_LE(set + others, kSlots);
+	EXPECT_EQ(set + others, kSlots) << "slots other than BITS_PER_LONG";
+	ASSERT_GE(set, 1);
+	if (err == -ENOSPC) {
+		Instance &last = *ins.back();
+		EXPECT_EQ(last.option(kOption), 0);
+		EXPECT_EQ(ins[0]->set_option(kOption, false), 0);
+		EXPECT_EQ(last.set_option(kOption, true), 0)
+			<< "clearing the option on one instance freed no slot";
+		EXPECT_EQ(last.option(kOption), 1);
+		EXPECT_EQ(ins[0]->set_option(kOption, true), -ENOSPC);
+	}
+	int failed = 0;
+	for (auto &in : ins)
+		failed += in->remove() != 0;
+	EXPECT_EQ(failed, 0) << "instances that could not be removed";
+}
+
+/* ---- 9: exec ----------------------------------------------------------- */
+
+extern "C" __attribute__((noinline)) long fd_exec(const char *path,
+						  char *const argv[])
+{
+	long r = raw_syscall3(NR_execve, (long)path, (long)argv, (long)environ);
+	work::work_not_a_leaf();
+	return r;
+}
+
+TEST(FtraceDelay, ExecAnswersTheOldImageStack)
+{
+	EXTENSION(kWhy);
+	REQUIRE_DELAY_OPTION();
+	const char *prog = "/bin/busybox";
+	SKIP_UNLESS_EXECUTABLE(prog, "the guest's busybox");
+	const char *tp = "syscalls/sys_enter_execve";
+	long id = event_id(tp);
+	if (id < 0)
+		GTEST_SKIP() << "no tracepoint " << tp;
+	ftrace::Decoder d;
+	std::string err;
+	ASSERT_TRUE(d.load(&err)) << err;
+	struct stat st;
+	ASSERT_EQ(stat("/proc/self/exe", &st), 0);
+	int p[2];
+	ASSERT_EQ(pipe(p), 0);
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0) << strerror(errno);
+	if (pid == 0) {
+		char c;
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			_exit(3);
+		char a0[] = "true";
+		char *argv[] = { a0, nullptr };
+		fd_exec(prog, argv);
+		_exit(2);
+	}
+	close(p[0]);
+	Instance in;
+	::testing::AssertionResult ok =
+		set_up(&in, "fd-exec", true, false, tp, pid);
+	if (ok)
+		in.tracing_on(true);
+	if (write(p[1], "x", 1) != 1)
+		kill(pid, SIGKILL);
+	close(p[1]);
+	int status = -1;
+	work::Deadline dl(20);
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (dl.passed()) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			break;
+		}
+		usleep(1000);
+	}
+	ASSERT_TRUE(ok);
+	ASSERT_TRUE(stop_and_drain(&in));
+	View v = view(in, d, id, pid, &err);
+	ASSERT_TRUE(err.empty()) << err;
+	printf("# child exit status %#x; %s\n", status, v.describe().c_str());
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		<< "status " << status;
+	ASSERT_EQ(v.entries.size(), 1u) << v.describe();
+	std::string bad;
+	EXPECT_EQ(answered_once(v, &bad), 1u) << bad;
+	auto it = v.entries[0].has_cookie ? v.stacks.find(v.entries[0].cookie)
+					  : v.stacks.end();
+	ASSERT_NE(it, v.stacks.end()) << v.describe();
+	const UnwindStack &s = it->second[0].second;
+	const syms::Symbol *fn = syms::find(syms::self(), "fd_exec");
+	ASSERT_NE(fn, nullptr);
+	ASSERT_FALSE(s.ips.empty());
+	EXPECT_TRUE(fn->contains(s.ips[0]))
+		<< "the old image's stack starts in fd_exec: "
+		<< syms::chain_str(s.ips);
+	ASSERT_FALSE(s.inodes.empty());
+	EXPECT_EQ(s.inodes[0], (uint64_t)st.st_ino)
+		<< "the leaf is in the test program's file";
+}
+
+} // namespace
