@@ -116,14 +116,7 @@ TEST(Abi, BitsAcceptedEachAloneAndTogether)
  */
 TEST(Abi, DeferBitsRejectedWithoutUnwindUser)
 {
-	std::string config;
-	if (FILE *f = popen("zcat /proc/config.gz 2>/dev/null", "r")) {
-		char buf[4096];
-		size_t n;
-		while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-			config.append(buf, n);
-		pclose(f);
-	}
+	std::string config = work::kernel_config();
 	if (config.empty())
 		SKIP_NOT_APPLICABLE("no /proc/config.gz (CONFIG_IKCONFIG_PROC) to "
 				    "tell whether the kernel has the unwinder");

@@ -87,6 +87,20 @@ bool have_option(std::string *why)
 		}                                                           \
 	} while (0)
 
+/*
+ * The start of a test that records the tracepoint TP_NAME: tp, its event
+ * id (the test skips without it) and d, the decoder of the buffers (err
+ * its message).
+ */
+#define RECORDING_OF(tp_name)                                               \
+	const char *tp = tp_name;                                           \
+	long id = event_id(tp);                                             \
+	if (id < 0)                                                         \
+		GTEST_SKIP() << "no tracepoint " << tp;                     \
+	ftrace::Decoder d;                                                  \
+	std::string err;                                                    \
+	ASSERT_TRUE(d.load(&err)) << err
+
 /* ---- a known user stack ------------------------------------------------ */
 
 /*
@@ -327,13 +341,7 @@ TEST(FtraceDelay, EveryGetppidGetsOneStackEqualToKnownAndInPlace)
 {
 	EXTENSION(kWhy);
 	REQUIRE_DELAY_OPTION();
-	const char *tp = "syscalls/sys_enter_getppid";
-	long id = event_id(tp);
-	if (id < 0)
-		GTEST_SKIP() << "no tracepoint " << tp;
-	ftrace::Decoder d;
-	std::string err;
-	ASSERT_TRUE(d.load(&err)) << err;
+	RECORDING_OF("syscalls/sys_enter_getppid");
 	pid_t tid = work::gettid();
 	Instance del, inp;
 	ASSERT_TRUE(set_up(&del, "fd-delay", true, false, tp, tid));
@@ -437,13 +445,7 @@ TEST(FtraceDelay, FramesCarryFileOffsetInodeAndDevice)
 {
 	EXTENSION(kWhy);
 	REQUIRE_DELAY_OPTION();
-	const char *tp = "syscalls/sys_enter_getppid";
-	long id = event_id(tp);
-	if (id < 0)
-		GTEST_SKIP() << "no tracepoint " << tp;
-	ftrace::Decoder d;
-	std::string err;
-	ASSERT_TRUE(d.load(&err)) << err;
+	RECORDING_OF("syscalls/sys_enter_getppid");
 	struct stat st;
 	ASSERT_EQ(stat("/proc/self/exe", &st), 0) << strerror(errno);
 	std::vector<Mapping> maps = self_maps();
@@ -524,13 +526,7 @@ TEST(FtraceDelay, TwoInstancesShareCookieOtherGetsNone)
 {
 	EXTENSION(kWhy);
 	REQUIRE_DELAY_OPTION();
-	const char *tp = "syscalls/sys_enter_getppid";
-	long id = event_id(tp);
-	if (id < 0)
-		GTEST_SKIP() << "no tracepoint " << tp;
-	ftrace::Decoder d;
-	std::string err;
-	ASSERT_TRUE(d.load(&err)) << err;
+	RECORDING_OF("syscalls/sys_enter_getppid");
 	pid_t tid = work::gettid();
 	Instance a, b, none;
 	ASSERT_TRUE(set_up(&a, "fd-a", true, false, tp, tid));
@@ -578,13 +574,7 @@ TEST(FtraceDelay, PerfAndFtraceShareCookieAndFrames)
 	EXTENSION(kWhy);
 	REQUIRE_DELAY_OPTION();
 	SKIP_UNLESS_DEFER_CALLCHAIN();
-	const char *tp = "syscalls/sys_enter_getppid";
-	long id = event_id(tp);
-	if (id < 0)
-		GTEST_SKIP() << "no tracepoint " << tp;
-	ftrace::Decoder d;
-	std::string err;
-	ASSERT_TRUE(d.load(&err)) << err;
+	RECORDING_OF("syscalls/sys_enter_getppid");
 	pid_t tid = work::gettid();
 	Instance in;
 	ASSERT_TRUE(set_up(&in, "fd-perf", true, false, tp, tid));
@@ -653,13 +643,7 @@ TEST(FtraceDelay, KernelThreadEventsGetNoCookie)
 {
 	EXTENSION(kWhy);
 	REQUIRE_DELAY_OPTION();
-	const char *tp = "sched/sched_switch";
-	long id = event_id(tp);
-	if (id < 0)
-		GTEST_SKIP() << "no tracepoint " << tp;
-	ftrace::Decoder d;
-	std::string err;
-	ASSERT_TRUE(d.load(&err)) << err;
+	RECORDING_OF("sched/sched_switch");
 	std::map<pid_t, work::TaskInfo> before = work::all_tasks();
 	Instance in;
 	ASSERT_TRUE(set_up(&in, "fd-kthread", true, false, tp, -1, 2048));
@@ -727,13 +711,7 @@ TEST(FtraceDelay, RemovingInstanceWithPendingRequestIsClean)
 {
 	EXTENSION(kWhy);
 	REQUIRE_DELAY_OPTION();
-	const char *tp = "syscalls/sys_enter_nanosleep";
-	long id = event_id(tp);
-	if (id < 0)
-		GTEST_SKIP() << "no tracepoint " << tp;
-	ftrace::Decoder d;
-	std::string err;
-	ASSERT_TRUE(d.load(&err)) << err;
+	RECORDING_OF("syscalls/sys_enter_nanosleep");
 	std::atomic<pid_t> tid{ 0 };
 	std::atomic<bool> go{ false };
 	std::atomic<long> slept{ -2 };
@@ -930,13 +908,7 @@ TEST(FtraceDelay, ExecAnswersTheOldImageStack)
 	REQUIRE_DELAY_OPTION();
 	const char *prog = "/bin/busybox";
 	SKIP_UNLESS_EXECUTABLE(prog, "the guest's busybox");
-	const char *tp = "syscalls/sys_enter_execve";
-	long id = event_id(tp);
-	if (id < 0)
-		GTEST_SKIP() << "no tracepoint " << tp;
-	ftrace::Decoder d;
-	std::string err;
-	ASSERT_TRUE(d.load(&err)) << err;
+	RECORDING_OF("syscalls/sys_enter_execve");
 	struct stat st;
 	ASSERT_EQ(stat("/proc/self/exe", &st), 0);
 	int p[2];

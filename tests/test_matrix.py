@@ -213,18 +213,24 @@ def test_a_guest_row_that_fails_is_a_problem(tmp_path, monkeypatch):
         r["problems"][0]
 
 
-def test_a_rows_result_is_used_again_only_for_the_same_tree_and_row(
-        tmp_path, monkeypatch):
-    monkeypatch.setattr(matrix, "OUT", str(tmp_path / "out"))
-    monkeypatch.setattr(matrix, "RESULTS", str(tmp_path / "results"))
+def one_commit_tree(tmp_path):
+    """A git tree with one commit of one file f, and the git command
+    line that commits in it."""
     tree = tmp_path / "tree"
-    tree.mkdir()
     git = ["git", "-C", str(tree), "-c", "user.name=t", "-c",
            "user.email=t@t"]
     subprocess.run(["git", "init", "-q", str(tree)], check=True)
     (tree / "f").write_text("1\n")
     subprocess.run(git + ["add", "f"], check=True)
     subprocess.run(git + ["commit", "-qm", "1"], check=True)
+    return tree, git
+
+
+def test_a_rows_result_is_used_again_only_for_the_same_tree_and_row(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(matrix, "OUT", str(tmp_path / "out"))
+    monkeypatch.setattr(matrix, "RESULTS", str(tmp_path / "results"))
+    tree, git = one_commit_tree(tmp_path)
     row = matrix.ROWS[0]
     key = matrix.row_key(row, str(tree))
     res = {"row": row, "built": "yes", "new": [], "unwind": "n",
@@ -281,13 +287,7 @@ def test_results_are_kept_in_the_repository_and_outlive_the_machine(
     assert matrix.RESULTS == os.path.join(matrix.ROOT, "doc", "matrix")
     monkeypatch.setattr(matrix, "RESULTS", str(tmp_path / "results"))
     monkeypatch.setattr(matrix, "harness_trees", lambda: ["a" * 40])
-    tree = tmp_path / "tree"
-    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c",
-           "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(tree)], check=True)
-    (tree / "f").write_text("1\n")
-    subprocess.run(git + ["add", "f"], check=True)
-    subprocess.run(git + ["commit", "-qm", "1"], check=True)
+    tree, git = one_commit_tree(tmp_path)
     g = matrix.GuestRow("x86_64", "rt")
     key = matrix.row_key(g, str(tree))
     res = {"row": g, "built": "yes", "new": [], "unwind": "y",

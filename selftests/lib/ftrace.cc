@@ -538,14 +538,7 @@ uint64_t Instance::lost() const
 
 bool delay_expected(std::string *why)
 {
-	std::string config;
-	if (FILE *f = popen("zcat /proc/config.gz 2>/dev/null", "r")) {
-		char buf[4096];
-		size_t n;
-		while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-			config.append(buf, n);
-		pclose(f);
-	}
+	std::string config = work::kernel_config();
 	if (!config.empty()) {
 		bool unwind = config.find("\nCONFIG_UNWIND_USER=y\n") !=
 			      std::string::npos;

@@ -241,6 +241,19 @@ std::string read_file(const std::string &path)
 	return s.str();
 }
 
+std::string kernel_config()
+{
+	std::string config;
+	if (FILE *f = popen("zcat /proc/config.gz 2>/dev/null", "r")) {
+		char buf[4096];
+		size_t n;
+		while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+			config.append(buf, n);
+		pclose(f);
+	}
+	return config;
+}
+
 bool write_file(const std::string &path, const std::string &text)
 {
 	int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);

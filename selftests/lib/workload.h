@@ -130,6 +130,8 @@ std::string helper_path(const std::string &name);
 
 /* Text of a whole file ("" on error). */
 std::string read_file(const std::string &path);
+/* The running kernel's .config (/proc/config.gz; "" without IKCONFIG_PROC). */
+std::string kernel_config();
 bool write_file(const std::string &path, const std::string &text);
 
 /* Task facts from /proc/<tid>/stat and comm. */
