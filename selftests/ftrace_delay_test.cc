@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ftrace, the second consumer of the deferred walk (SPEC 4; the kernel's
+ * ftrace, the second consumer of the deferred walk (doc/kernel.md's
+ * "ftrace: userstacktrace_delay"; the kernel's
  * Documentation/trace/ftrace.rst, userstacktrace_delay): the tracefs
  * option per instance, the user_unwind_cookie event after each event of a
  * user task and one user_unwind_stack event per cookie and instance, its
@@ -54,7 +55,7 @@ using ftrace::UnwindStack;
 constexpr const char *kOption = "userstacktrace_delay";
 constexpr const char *kWhy =
 	"ftrace's userstacktrace_delay, a second consumer of the deferred "
-	"walk (SPEC 4; upstream 7.2 has none)";
+	"walk (doc/kernel.md; upstream 7.2 has none)";
 
 /*
  * The option is there; or the test fails where the kernel's config says
@@ -94,7 +95,7 @@ bool have_option(std::string *why)
  */
 #define RECORDING_OF(tp_name)                                               \
 	const char *tp = tp_name;                                           \
-	long id = event_id(tp);                                             \
+	long id = work::tracepoint_id(tp);                                  \
 	if (id < 0)                                                         \
 		GTEST_SKIP() << "no tracepoint " << tp;                     \
 	ftrace::Decoder d;                                                  \
@@ -257,11 +258,6 @@ size_t answered_once(const View &v, std::string *bad)
 			*bad = o.str();
 	}
 	return ok;
-}
-
-long event_id(const std::string &name)
-{
-	return work::tracepoint_id(name);
 }
 
 std::string pid_filter(pid_t tid)
@@ -783,7 +779,7 @@ TEST(FtraceDelay, CreateEnableRemoveLoopUnderSyscallLoad)
 	EXTENSION(kWhy);
 	REQUIRE_DELAY_OPTION();
 	const char *tp = "syscalls/sys_enter_getppid";
-	if (event_id(tp) < 0)
+	if (work::tracepoint_id(tp) < 0)
 		GTEST_SKIP() << "no tracepoint " << tp;
 	std::atomic<bool> stop{ false };
 	std::atomic<long> calls{ 0 };
