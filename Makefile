@@ -115,7 +115,7 @@ export EXPECT_FEATURE
 	upstream-tree vmtest-upstream \
 	verdict vmtest-debug stress stress-kcsan stress-rt stress-run test checkpatch apply-fresh bisect-build check \
 	kunit clean kernel-doc sparse submit-check send bench mutate golden fuzz matrix \
-	realprograms initramfs-realstacks realstacks guest-recording
+	realprograms initramfs-realstacks realstacks guest-recording trace-recording
 
 help: ## list the targets
 	@echo "usage: make TARGET [KERNEL=DIR] [ARCH=x86_64|arm64] [CONFIG=normal|debug|rt|rt-debug|debian|debian-rt|stress|kcsan|nounwind] [FILTER=gtest-filter] [PERF_TREE=DIR] [SLOW=on]"
@@ -165,10 +165,11 @@ perf-upstream: deps ## build upstream perf (Linux 7.2's, Debian unstable's linux
 perf-python: deps $(TREE_DEP) ## build perf's python binding (perf.so) of the tree for Debian's python3
 	@bash ci/build/perf-python.sh "$(PERF_SRC)" "$(PERF_OUT)-python"
 
-initramfs: selftests perf perf-upstream $(if $(ARCH_PY),perf-python) $(TREE_DEP) ## pack busybox, ci/guest/init, perf, upstream perf, python3 + perf.so and the selftests
+initramfs: selftests perf perf-upstream $(if $(ARCH_PY),perf-python) $(TREE_DEP) ## pack busybox, ci/guest/init, perf, upstream perf, python3 + perf.so, Debian's trace-cmd and the selftests
 	@PERF_BIN="$(PERF_OUT)/perf" PERF_SHELL="$(PERF_SRC)/tools/perf/tests/shell" \
 		PERF_UPSTREAM_BIN="$(PERF_UPSTREAM_OUT)/perf" \
 		PERF_PYTHON="$(if $(ARCH_PY),$(PERF_OUT)-python/perf.so)" \
+		TRACE_CMD_BIN="$(if $(ARCH_PY),/usr/bin/trace-cmd)" \
 		bash ci/guest/mkinitramfs.sh $(INITRD) $(ST_INSTALL) $(KSRC)
 
 vmtest: kernel initramfs ## boot the guest, run KUnit + selftests, print the verdict
@@ -203,6 +204,13 @@ guest-recording: ## refresh tests/data/guest-recording: a real program's deferre
 	@$(MAKE) --no-print-directory realstacks REALSTACKS=gzip:sframe,data
 	@bash ci/judge/save-recording.sh "$(OUT)/realstacks/data/$(GUEST_RECORDING)" \
 		"$(PERF_OUT)/perf" "$(ROOT)/tests/data/guest-recording"
+
+# The host tests' trace-cmd recording (tests/data/trace-cmd): Debian's
+# trace-cmd recording the helper with userstacktrace_delay in the guest.
+TRACE_KEPT := trace.dat files.txt known_stack report.txt
+trace-recording: ## refresh tests/data/trace-cmd: Debian's trace-cmd recording of userstacktrace_delay in the guest, with the files it names
+	@VMTEST_KEEP=trace-cmd $(MAKE) --no-print-directory vmtest FILTER='TraceCmd.*'
+	@bash ci/judge/save-kept.sh "$(RUN_DIR)/results.log" "$(ROOT)/tests/data/trace-cmd" $(TRACE_KEPT)
 
 stress: ## fuzz and lifecycle storms on the debug kernel + kmemleak, STRESS_S seconds: counts and verdict
 	@$(MAKE) --no-print-directory stress-run CONFIG=stress

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iomanip>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -59,8 +60,8 @@ constexpr const char *kWhy =
 
 /*
  * The option is there; or the test fails where the kernel's config says
- * it must be (feature expected: CONFIG_UNWIND_USER and CONFIG_TRACING),
- * and skips elsewhere.
+ * it must be (feature expected: ftrace::delay_expected()), and skips
+ * elsewhere.
  */
 bool have_option(std::string *why)
 {
@@ -491,9 +492,9 @@ TEST(FtraceDelay, FramesCarryFileOffsetInodeAndDevice)
 			}
 			if (!m->inode) {
 				anon++;
-				if (s.inodes[i] || s.dev[i])
+				if (s.inodes[i] || s.dev[i] || s.stack[i] != ip)
 					wrong(o.str() + " (anonymous " + m->path +
-					      ": want inode and dev 0)");
+					      ": want inode and dev 0, the ip)");
 				continue;
 			}
 			filed++;
@@ -514,6 +515,90 @@ TEST(FtraceDelay, FramesCarryFileOffsetInodeAndDevice)
 	EXPECT_TRUE(first.empty()) << first;
 	EXPECT_GE(in_exe, 4 * v.stacks.size())
 		<< "each stack has at least its four known frames in the program";
+}
+
+/* ---- 3b: the text of a stack longer than a line of the trace file ------- */
+
+/* depth calls of fd_deep below the caller, then one getppid */
+extern "C" __attribute__((noinline)) long fd_deep(int depth)
+{
+	long r = depth ? fd_deep(depth - 1) : raw_syscall3(NR_getppid, 0, 0, 0);
+	work::work_not_a_leaf(); /* no tail call: one frame per call */
+	return r;
+}
+
+/* How the trace file shows an inode: the two markers as -1 and -2. */
+std::string inode_text(uint64_t v)
+{
+	if (v == ~0ULL || v == 0xffffffffULL)
+		return "-1";
+	if (v == ~1ULL || v == 0xfffffffeULL)
+		return "-2";
+	return std::to_string(v);
+}
+
+/*
+ * A stack deeper than one event holds (at most 256 frames walked, cut to
+ * the ring buffer's largest event: 144 frames with 4 KiB pages) is shown
+ * by the trace file frame by frame as the binary event has it (inodes
+ * unsigned, the markers -1 and -2); where the frames' text is more than
+ * the 8 KiB a trace_seq has for an event (64 KiB pages), the frames that
+ * fit and then how many are left out, never "[LINE TOO BIG]" or a cut
+ * line.
+ */
+TEST(FtraceDelay, DeepStackTextShowsEachFrameOrHowManyAreLeftOut)
+{
+	EXTENSION(kWhy);
+	REQUIRE_DELAY_OPTION();
+	RECORDING_OF("syscalls/sys_enter_getppid");
+	pid_t tid = work::gettid();
+	Instance in;
+	ASSERT_TRUE(set_up(&in, "fd-deep", true, false, tp, tid));
+	pid_t ppid = getppid();
+	ASSERT_EQ(in.tracing_on(true), 0);
+	EXPECT_EQ(fd_deep(300), ppid);
+	in.tracing_on(false);
+	std::string text = in.read("trace");
+	ASSERT_TRUE(stop_and_drain(&in));
+	View v = view(in, d, id, tid, &err);
+	ASSERT_TRUE(err.empty()) << err;
+	ASSERT_EQ(v.stacks.size(), 1u) << v.describe();
+	const UnwindStack &s = v.stacks.begin()->second[0].second;
+	ASSERT_GE(s.ips.size(), 100u)
+		<< "the walk of 300 calls, cut to one event, is deep";
+
+	std::ostringstream head;
+	head << "<user stack unwind>\ncookie=" << std::hex << s.cookie << "\n";
+	size_t at = text.find(head.str());
+	ASSERT_NE(at, std::string::npos) << "no stack event with cookie "
+					 << std::hex << s.cookie << " in:\n"
+					 << text.substr(0, 2000);
+	std::istringstream lines(text.substr(at + head.str().size()));
+	std::string line, first_bad;
+	size_t shown = 0, more = 0;
+	while (std::getline(lines, line) && line.rfind(" =>", 0) == 0) {
+		unsigned n = 0;
+		if (sscanf(line.c_str(), " => ... %u more", &n) == 1) {
+			more = n;
+			break;
+		}
+		std::ostringstream want;
+		if (shown < s.ips.size())
+			want << " =>  <" << std::hex << std::setw(16)
+			     << std::setfill('0') << s.stack[shown] << std::dec
+			     << "> : " << inode_text(s.inodes[shown]) << " : "
+			     << (s.dev[shown] >> 20) << ":"
+			     << (s.dev[shown] & 0xfffff);
+		if (line != want.str() && first_bad.empty())
+			first_bad = "frame " + std::to_string(shown) + ": \"" +
+				    line + "\", want \"" + want.str() + "\"";
+		shown++;
+	}
+	printf("# %zu frames: the trace file shows %zu, then says %zu more\n",
+	       s.ips.size(), shown, more);
+	EXPECT_TRUE(first_bad.empty()) << first_bad;
+	EXPECT_EQ(shown + more, s.ips.size());
+	EXPECT_EQ(text.find("LINE TOO BIG"), std::string::npos);
 }
 
 /* ---- 4: two instances and one without the option ------------------------- */

@@ -30,6 +30,10 @@ PKGS=(
 	# perf's python binding for the guest's perf_python_test
 	# (ci/build/perf-python.sh: Python.h, python3-config, setuptools)
 	python3-dev python3-setuptools
+	# ftrace's userstacktrace_delay read by a tracer nobody here wrote:
+	# the x86-64 guest packs Debian's trace-cmd (selftests/trace_cmd_test),
+	# the host reads its recordings (tools/trace_user_stacks.py)
+	trace-cmd
 	# make bench's plot
 	python3-matplotlib
 	# checkpatch's SPDX check (scripts/spdxcheck.py)

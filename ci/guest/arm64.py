@@ -48,8 +48,8 @@ CMAKE_ARGS = ["-DCMAKE_SYSTEM_NAME=Linux", "-DCMAKE_SYSTEM_PROCESSOR=aarch64",
 # busybox-static of Debian bookworm's arm64 port, fetched and unpacked
 # (never installed) by ci/build/fetch-deb.sh --arch arm64.
 BUSYBOX_DEB = "busybox-static"
-# No python3 in this guest: Debian's python3 on the host is an x86-64
-# binary, and an aarch64 one with its libraries is not fetched.
+# No python3 or trace-cmd in this guest: Debian's on the host are x86-64
+# binaries, and aarch64 ones with their libraries are not fetched.
 PACK_PYTHON = False
 # What the arm64 guest leaves out, glob -> why: named in the run's
 # summary and its counts (not applicable), never silently dropped.

@@ -21,6 +21,10 @@
 # importing what selftests/perf_python_test.py imports loads (found by
 # doing those imports on the host with python3 -IS, as the test runs);
 # /selftests/perf_python_test runs it.
+# TRACE_CMD_BIN, when set, is Debian's trace-cmd (/usr/bin/trace-cmd of
+# the host, which must be the guest's architecture): packed with its
+# libraries and libtraceevent's plugins (trace_cmd_files below);
+# /selftests/trace_cmd_test runs it.
 # REALSTACKS_DIR, when set, is make realstacks' tree (ci/build/realprograms.sh:
 # real programs, the libraries they run on, the shim, the runner),
 # packed as it is under /realstacks (ci/guest/init runs
@@ -83,45 +87,69 @@ strip_copy() { # strip_copy FILE GUEST_PATH: FILE without debug info (or as it i
 		echo "$1"
 	fi
 }
+# packed_file GUEST_PATH HOST_FILE: the gen_init_cpio lines for the file
+# and for each of its parent directories not packed yet, once.
+packed_file() {
+	local p=${1%/*} parents=
+	grep -qxF "$1" "$stage/packed" 2>/dev/null && return
+	echo "$1" >>"$stage/packed"
+	while [ -n "$p" ]; do parents="$p $parents"; p=${p%/*}; done
+	for p in $parents; do
+		packed_dir "$p"
+	done
+	echo "file $1 $2 0755 0 0"
+}
+packed_dir() { # packed_dir GUEST_DIR: its gen_init_cpio line, once
+	grep -qxF "$1" "$stage/packed" 2>/dev/null && return
+	echo "$1" >>"$stage/packed"
+	echo "dir $1 0755 0 0"
+}
+# libraries_of FILE...: the shared libraries they load and the dynamic
+# loader, by ldd, at their host paths (the guest's are the same).
+libraries_of() {
+	ldd "$@" | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^\t\(\/[^ ]*\) .*/\1/p'
+}
 # python_files: gen_init_cpio lines for python3, its libraries, the
 # stdlib files perf_python_test.py's imports load, and perf.so.
 python_files() {
-	local py=/usr/bin/python3 so=$PERF_PYTHON f d stdlib suffix
+	local py=/usr/bin/python3 so=$PERF_PYTHON f stdlib suffix
 	[ -f "$so" ] || die "PERF_PYTHON=$so missing: run 'make perf-python'"
 	[ -x "$py" ] || die "$py missing: run 'make deps' (python3)"
 	stdlib=$("$py" -IS -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')
 	suffix=$("$py" -IS -c 'from importlib import machinery; print(machinery.EXTENSION_SUFFIXES[0])')
 	mkdir -p "$stage/pymod"
 	cp "$so" "$stage/pymod/perf$suffix"
+	packed_file /usr/bin/python3 "$(realpath "$py")"
 	{
-		realpath "$py"
-		ldd "$py" "$so" | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^\t\(\/[^ ]*\) .*/\1/p'
+		libraries_of "$py" "$so"
 		# The stdlib files the test's imports load (the script says how).
 		LC_ALL=C "$py" -IS "$ROOT/ci/guest/python_stdlib.py" "$stage/pymod" "$stdlib" \
 			"$ROOT/selftests/perf_python_test.py"
 	} | sort -u >"$stage/python.list"
 	while read -r f; do
-		case "$f" in
-		"$(realpath "$py")") d=/usr/bin/python3 ;;
-		*) d=$f ;;
-		esac
-		[ -f "$f" ] || continue
-		# Every parent directory, once (gen_init_cpio wants them).
-		local p=${d%/*} parents=
-		while [ -n "$p" ]; do parents="$p $parents"; p=${p%/*}; done
-		for p in $parents; do
-			grep -qxF "$p" "$stage/python.dirs" 2>/dev/null && continue
-			echo "$p" >>"$stage/python.dirs"
-			echo "dir $p 0755 0 0"
-		done
-		echo "file $d $f 0755 0 0"
+		[ -f "$f" ] && packed_file "$f" "$f"
 	done <"$stage/python.list"
-	for p in "$stdlib" "$stdlib/lib-dynload"; do
-		grep -qxF "$p" "$stage/python.dirs" 2>/dev/null && continue
-		echo "$p" >>"$stage/python.dirs"
-		echo "dir $p 0755 0 0"
-	done
+	packed_dir "$stdlib"
+	packed_dir "$stdlib/lib-dynload"
 	echo "file $stdlib/lib-dynload/perf$suffix $(strip_copy "$stage/pymod/perf$suffix" "$stdlib/lib-dynload/perf$suffix") 0755 0 0"
+}
+# trace_cmd_files: gen_init_cpio lines for Debian's trace-cmd as
+# /usr/bin/trace-cmd, libtraceevent's plugins (which it loads from their
+# host directory) and the libraries of both.
+trace_cmd_files() {
+	local bin=$TRACE_CMD_BIN lib plugins f
+	[ -x "$bin" ] || die "TRACE_CMD_BIN=$bin missing: run 'make deps' (trace-cmd)"
+	lib=$(libraries_of "$bin" | grep '/libtraceevent\.so' | head -1)
+	[ -n "$lib" ] || die "$bin: no libtraceevent among its libraries (ldd)"
+	# Where libtraceevent looks: /usr/lib/..., not ldd's /lib/... path
+	plugins=$(realpath "${lib%/*}")/traceevent/plugins
+	packed_file /usr/bin/trace-cmd "$(realpath "$bin")"
+	{
+		find "$plugins" -maxdepth 1 -name '*.so' 2>/dev/null
+		libraries_of "$bin" $(find "$plugins" -maxdepth 1 -name '*.so' 2>/dev/null)
+	} | LC_ALL=C sort -u | while read -r f; do
+		[ -f "$f" ] && packed_file "$f" "$f"
+	done
 }
 # tree_files DIR GUEST_DIR: gen_init_cpio lines for DIR's whole tree as
 # GUEST_DIR, modes kept, in a stable order.
@@ -174,6 +202,9 @@ tree_files() {
 	fi
 	if [ -n "${PERF_PYTHON:-}" ]; then
 		python_files
+	fi
+	if [ -n "${TRACE_CMD_BIN:-}" ]; then
+		trace_cmd_files
 	fi
 	if [ -n "${REALSTACKS_DIR:-}" ]; then
 		[ -x "$REALSTACKS_DIR/run.sh" ] ||

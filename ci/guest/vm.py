@@ -5,7 +5,7 @@ usage: python3 -m ci.guest.vm --kernel BZIMAGE --initrd CPIO --out DIR
              [--kernel-config FILE] [--smp N] [--mem M]
              [--timeout S] [--filter GTEST_FILTER] [--jobs N]
              [--accel kvm|tcg] [--bench PLAN] [--stress SECONDS]
-             [--stress-args A,B] [--realstacks PLAN] [--stuck-grace S]
+             [--stress-args A,B] [--realstacks PLAN] [--keep NAME] [--stuck-grace S]
              [--slow N]
 
 The one writer of the run directory DIR, made anew: DIR/console.log
@@ -153,6 +153,8 @@ def command(a, qemu, accel_args, arch):
         append += f" vmtest.stress_args={a.stress_args}"
     if getattr(a, "realstacks", ""):
         append += f" vmtest.realstacks={a.realstacks}"
+    if getattr(a, "keep", ""):
+        append += f" vmtest.keep={a.keep}"
     return cmd + ["-append", append]
 
 
@@ -228,6 +230,9 @@ def main(argv=None):
     ap.add_argument("--stress-args", default="",
                     help="more options for the stress program, comma "
                     "separated")
+    ap.add_argument("--keep", default=os.environ.get("VMTEST_KEEP", ""),
+                    help="what a test prints of its files for the host "
+                         "(selftests' VMTEST_KEEP; make trace-recording)")
     ap.add_argument("--realstacks", default="",
                     help="run make realstacks' guest runner with this plan "
                     "(all, or PROGRAM:BUILD[:ENTRY],...) instead of the tests")

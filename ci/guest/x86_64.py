@@ -39,7 +39,8 @@ RESULTS_TTY = "ttyS1"
 # another architecture (see arm64.py).
 BUSYBOX_DEB = ""
 # python3 and perf's python binding (perf.so) in the guest, for
-# perf_python_test: the host's python3 is this architecture's.
+# perf_python_test, and Debian's trace-cmd, for trace_cmd_test: the
+# host's binaries are this architecture's.
 PACK_PYTHON = True
 # Selftest programs and helpers left out of this guest, glob -> why: none,
 # x86-64 builds them all. See arm64.py.

@@ -544,10 +544,13 @@ bool delay_expected(std::string *why)
 			      std::string::npos;
 		bool tracing = config.find("\nCONFIG_TRACING=y\n") !=
 			       std::string::npos;
+		bool stack = config.find("\nCONFIG_STACKTRACE=y\n") !=
+			     std::string::npos;
 		*why = std::string("/proc/config.gz: CONFIG_UNWIND_USER") +
 		       (unwind ? "=y" : " unset") + ", CONFIG_TRACING" +
-		       (tracing ? "=y" : " unset");
-		return unwind && tracing;
+		       (tracing ? "=y" : " unset") + ", CONFIG_STACKTRACE" +
+		       (stack ? "=y" : " unset");
+		return unwind && tracing && stack;
 	}
 	std::string d;
 	bool defer = features::defer_callchain(&d);

@@ -182,8 +182,10 @@ private:
 
 /*
  * Whether this kernel must have userstacktrace_delay: its own config
- * (/proc/config.gz) enables CONFIG_UNWIND_USER and CONFIG_TRACING, or,
- * without a readable config, perf takes defer_callchain. why says which.
+ * (/proc/config.gz) enables CONFIG_UNWIND_USER, CONFIG_TRACING and
+ * CONFIG_STACKTRACE (what the option's CONFIG_TRACE_USER_UNWIND depends
+ * on), or, without a readable config, perf takes defer_callchain. why
+ * says which.
  */
 bool delay_expected(std::string *why);
 
