@@ -15,6 +15,13 @@
  *	walktime	deferred, and each deferred walk timed (below); only
  *			for the workloads that pair a frame-pointer build
  *			with an SFrame one, at the smallest K
+ *	shared		deferred, and ftrace's userstacktrace_delay on the
+ *			workload's read system calls in an instance of its
+ *			own: two users asking in the same entries, which the
+ *			unwinder walks once for both; same workloads and K
+ *			as walktime. One more line, bench-shared, says how
+ *			many entries each asked for (by cookie: both get the
+ *			entry's), how many both did, and the walks
  *
  * Kernel entries are counted exactly, in every mode and on any kernel:
  * the workload keeps a tag (magic | sequence number) in a register across
@@ -70,6 +77,7 @@
 
 #include "bench_tag.h"
 #include "lib/features.h"
+#include "lib/ftrace.h"
 #include "lib/perf_abi.h"
 #include "lib/perf_event.h"
 #include "lib/session.h"
@@ -135,10 +143,11 @@ Plan plan_for(const std::string &name)
 
 const char *kModes[] = { "none", "inplace", "deferred" };
 const char *kTimedMode = "walktime";
+const char *kSharedMode = "shared";
 
 bool deferred_mode(const std::string &mode)
 {
-	return mode == "deferred" || mode == kTimedMode;
+	return mode == "deferred" || mode == kTimedMode || mode == kSharedMode;
 }
 
 /* ---- the workload (in the forked child) ---- */
@@ -330,6 +339,11 @@ struct Result {
 	 */
 	bool want_paths = false;
 	std::map<std::vector<uint64_t>, uint64_t> fallback_paths;
+	/* Deferred modes: the entries perf's samples asked for, by cookie */
+	std::set<std::pair<uint32_t, uint64_t>> perf_cookies;
+	/* Shared mode: ftrace's cookies and stack events of the workload */
+	std::set<std::pair<uint32_t, uint64_t>> ftrace_cookies;
+	uint64_t ftrace_stacks = 0, ftrace_lost = 0;
 };
 
 /* Kernel frames that name where a fallback sample was taken. */
@@ -495,6 +509,8 @@ void account(const session::Session &s, pid_t pid, Result *res)
 					perf::split_callchain(sm.callchain);
 				if (c.deferred) {
 					cookies.insert({ sm.sid.tid, c.cookie });
+					res->perf_cookies.insert(
+						{ sm.sid.tid, c.cookie });
 					if (tagged)
 						deferred_tags.insert({ sm.sid.tid, t });
 				}
@@ -556,6 +572,44 @@ void account(const session::Session &s, pid_t pid, Result *res)
 	}
 }
 
+/*
+ * Shared mode: an instance of its own with userstacktrace_delay, tracing
+ * the read system calls of pid (filtered in the kernel). 0 or -errno.
+ */
+int shared_instance(ftrace::Instance *ft, pid_t pid)
+{
+	int e = ft->create("bench-shared", 4096);
+	if (!e)
+		e = ft->set_option("userstacktrace_delay", true);
+	if (!e)
+		e = ft->enable_event("syscalls/sys_enter_read",
+				     "common_pid == " + std::to_string(pid));
+	if (!e)
+		e = ft->tracing_on(true);
+	return e;
+}
+
+/* Shared mode: the entries ftrace asked for (its cookie events). */
+void shared_count(ftrace::Instance *ft, pid_t pid, Result *res)
+{
+	ftrace::Decoder d;
+	std::string err;
+	ft->tracing_on(false);
+	if (!d.load(&err) || !ft->drain(&err)) {
+		res->status = "error";
+		res->reason = "ftrace: " + err;
+		return;
+	}
+	for (auto &[cpu, evs] : ft->events())
+		for (const ftrace::RawEvent &e : evs) {
+			uint64_t c;
+			if (e.pid() == pid && d.cookie(e, &c))
+				res->ftrace_cookies.insert({ (uint32_t)pid, c });
+			res->ftrace_stacks += e.pid() == pid && d.is_stack(e);
+		}
+	res->ftrace_lost = ft->lost();
+}
+
 Result run_one(const Plan &p, const Workload &w, int k,
 	       const std::string &mode, uint64_t iterations)
 {
@@ -609,6 +663,9 @@ Result run_one(const Plan &p, const Workload &w, int k,
 			res.events += !err;
 			res.receivers += !err && i == 0 && deferred_mode(mode);
 		}
+	ftrace::Instance ft;
+	if (!err && mode == kSharedMode)
+		err = shared_instance(&ft, pid);
 	char c = 's';
 	if (err || write(setup[1], &c, 1) != 1 || read(ready[0], &c, 1) != 1) {
 		kill(pid, SIGKILL);
@@ -648,6 +705,8 @@ Result run_one(const Plan &p, const Workload &w, int k,
 			account(s, pid, &res);
 		if (res.status == "ok" && mode == kTimedMode)
 			walk_times(timer, &res);
+		if (res.status == "ok" && mode == kSharedMode)
+			shared_count(&ft, pid, &res);
 	}
 	if (walk_in >= 0)
 		close(walk_in);
@@ -718,6 +777,21 @@ void print_run(const Workload &w, int k, const std::string &mode, int rep,
 	       (unsigned long long)r.walks_timed,
 	       (unsigned long long)r.unearned_records);
 
+	if (mode == kSharedMode) {
+		size_t both = 0;
+		for (const auto &c : r.ftrace_cookies)
+			both += r.perf_cookies.count(c);
+		printf("bench-shared workload=%s k=%d rep=%d perf_entries=%zu "
+		       "ftrace_entries=%zu both=%zu union=%zu walks=%lld "
+		       "ftrace_stacks=%llu ftrace_lost=%llu\n",
+		       w.name, k, rep, r.perf_cookies.size(),
+		       r.ftrace_cookies.size(), both,
+		       r.perf_cookies.size() + r.ftrace_cookies.size() - both,
+		       (long long)r.walks_deferred,
+		       (unsigned long long)r.ftrace_stacks,
+		       (unsigned long long)r.ftrace_lost);
+	}
+
 	/*
 	 * The kernel paths of the fallback samples, most frequent first:
 	 * ci/judge/bench/ names them with the kernel's System.map.
@@ -740,12 +814,15 @@ void print_run(const Workload &w, int k, const std::string &mode, int rep,
 	fflush(stdout);
 }
 
-/* The modes of one workload and K: walktime once, at the smallest K. */
+/* The modes of one workload and K: walktime and shared once, at the
+ * smallest K. */
 std::vector<std::string> modes(const Plan &p, const Workload &w, int k)
 {
 	std::vector<std::string> m(std::begin(kModes), std::end(kModes));
-	if (w.timed && k == p.ks.front())
+	if (w.timed && k == p.ks.front()) {
 		m.push_back(kTimedMode);
+		m.push_back(kSharedMode);
+	}
 	return m;
 }
 

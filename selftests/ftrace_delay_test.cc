@@ -295,6 +295,48 @@ std::string pid_filter(pid_t tid)
 	return ::testing::AssertionSuccess();
 }
 
+/*
+ * The deferred stack of each of v's entries against the in-place
+ * userstacktrace (u, a second instance) of the same event: at most 8
+ * frames, cut where a frame could not be read without a fault, so equal
+ * to the deferred one as far as it goes. *good counts stacks starting
+ * with the known frames (want), *bad says what the first mismatch was.
+ */
+struct InPlace {
+	size_t good = 0, compared = 0, equal = 0, complete = 0;
+	std::string first_bad;
+};
+
+InPlace against_in_place(const View &v, const View &u,
+			 bool (*want)(const std::vector<uint64_t> &))
+{
+	InPlace r;
+	for (size_t i = 0; i < v.entries.size(); i++) {
+		const Entry &e = v.entries[i];
+		auto it = v.stacks.find(e.cookie);
+		if (!e.has_cookie || it == v.stacks.end())
+			continue;
+		const std::vector<uint64_t> &ips = it->second[0].second.ips;
+		if (want(ips))
+			r.good++;
+		else if (r.first_bad.empty())
+			r.first_bad = syms::chain_str(ips);
+		if (i >= u.entries.size() || !u.entries[i].in_place)
+			continue;
+		const std::vector<uint64_t> &p = u.entries[i].in_place_ips;
+		r.compared++;
+		size_t n = std::min(p.size(), ips.size());
+		bool same = n > 0 && std::equal(p.begin(), p.begin() + n,
+						ips.begin());
+		r.equal += same;
+		r.complete += same && (p.size() == 8 || p.size() == ips.size());
+		if (!same && r.first_bad.empty())
+			r.first_bad = "in place " + syms::chain_str(p) +
+				      " deferred " + syms::chain_str(ips);
+	}
+	return r;
+}
+
 /* ---- 1: the option ---------------------------------------------------- */
 
 TEST(FtraceDelay, OptionAtTopLevelAndNewInstanceStartsCleared)
@@ -366,43 +408,215 @@ TEST(FtraceDelay, EveryGetppidGetsOneStackEqualToKnownAndInPlace)
 	EXPECT_EQ(u.cookie_events + u.stack_events, 0u)
 		<< "userstacktrace alone wrote deferred events";
 
-	size_t good = 0, compared = 0, equal = 0, complete = 0;
-	std::string first_bad;
-	for (size_t i = 0; i < v.entries.size(); i++) {
-		const Entry &e = v.entries[i];
-		auto it = v.stacks.find(e.cookie);
-		if (!e.has_cookie || it == v.stacks.end())
-			continue;
-		const std::vector<uint64_t> &ips = it->second[0].second.ips;
-		if (known_stack(ips))
-			good++;
-		else if (first_bad.empty())
-			first_bad = syms::chain_str(ips);
-		if (i >= u.entries.size() || !u.entries[i].in_place)
-			continue;
-		/* The in-place walk: at most 8 frames, and it stops at a
-		 * frame it could not read without a fault. */
-		const std::vector<uint64_t> &p = u.entries[i].in_place_ips;
-		compared++;
-		size_t n = std::min(p.size(), ips.size());
-		bool same = n > 0 && std::equal(p.begin(), p.begin() + n,
-						ips.begin());
-		equal += same;
-		complete += same && (p.size() == 8 || p.size() == ips.size());
-		if (!same && first_bad.empty())
-			first_bad = "in place " + syms::chain_str(p) +
-				    " deferred " + syms::chain_str(ips);
-	}
+	InPlace r = against_in_place(v, u, known_stack);
 	printf("# %zu stacks start with fd_leaf, fd_middle, fd_outer and the "
 	       "test; %zu compared with the in-place walk of the same event: "
-	       "%zu equal (%zu of them whole walks)\n", good, compared, equal,
-	       complete);
-	EXPECT_EQ(good, (size_t)kCalls) << first_bad;
+	       "%zu equal (%zu of them whole walks)\n", r.good, r.compared,
+	       r.equal, r.complete);
+	EXPECT_EQ(r.good, (size_t)kCalls) << r.first_bad;
 	EXPECT_EQ(u.entries.size(), (size_t)kCalls);
-	EXPECT_EQ(compared, (size_t)kCalls)
+	EXPECT_EQ(r.compared, (size_t)kCalls)
 		<< "events of the userstacktrace instance without a user_stack";
-	EXPECT_EQ(equal, compared) << first_bad;
-	EXPECT_GE(complete, 1u);
+	EXPECT_EQ(r.equal, r.compared) << r.first_bad;
+	EXPECT_GE(r.complete, 1u);
+}
+
+/* ---- 2b: a signal and a kprobe (int3: NMI context) ------------------------ */
+
+/*
+ * fd_sig_outer -> fd_sig_leaf, the leaf sending the task a signal with an
+ * inlined kill: the signal is delivered on the way back to user space,
+ * after the unwinder's callbacks of that entry ran (get_signal() runs the
+ * task's work first).
+ */
+Known sig_known;
+volatile sig_atomic_t sig_handled;
+
+void on_sigusr1(int) { sig_handled = sig_handled + 1; }
+
+extern "C" __attribute__((noinline)) long fd_sig_leaf(void)
+{
+	long r = raw_syscall3(NR_kill, getpid(), SIGUSR1, 0);
+	sig_known.ra_leaf = (uint64_t)__builtin_return_address(0);
+	work::work_not_a_leaf();
+	return r;
+}
+
+extern "C" __attribute__((noinline)) long fd_sig_outer(int n)
+{
+	long r = 0;
+	for (int i = 0; i < n; i++)
+		r += fd_sig_leaf() == 0;
+	sig_known.ra_middle = (uint64_t)__builtin_return_address(0);
+	work::work_not_a_leaf();
+	return r;
+}
+
+bool sig_stack(const std::vector<uint64_t> &ips)
+{
+	static const syms::Symbol *leaf =
+		syms::find(syms::self(), "fd_sig_leaf");
+	return leaf && ips.size() >= 3 && leaf->contains(ips[0]) &&
+	       ips[1] == sig_known.ra_leaf && ips[2] == sig_known.ra_middle;
+}
+
+/*
+ * signal_deliver is recorded after the entry's callbacks ran: the request
+ * is answered by a second round of callbacks before user space, with the
+ * entry's cookie and the stack of the kill, which is what the in-place
+ * walk of the same event finds (the signal frame is not set up yet).
+ */
+TEST(FtraceDelay, SignalDeliveryGetsTheStackOfTheKill)
+{
+	EXTENSION(kWhy);
+	REQUIRE_DELAY_OPTION();
+	RECORDING_OF("signal/signal_deliver");
+	constexpr int kSignals = 20;
+	struct sigaction sa = {}, old = {};
+	sa.sa_handler = on_sigusr1;
+	ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+	pid_t tid = work::gettid();
+	Instance del, inp;
+	ASSERT_TRUE(set_up(&del, "fd-sig-delay", true, false, tp, tid));
+	ASSERT_TRUE(set_up(&inp, "fd-sig-inplace", false, true, tp, tid));
+	ASSERT_EQ(del.tracing_on(true), 0);
+	ASSERT_EQ(inp.tracing_on(true), 0);
+	sig_handled = 0;
+	EXPECT_EQ(fd_sig_outer(kSignals), kSignals);
+	inp.tracing_on(false);
+	sigaction(SIGUSR1, &old, nullptr);
+	ASSERT_TRUE(stop_and_drain(&del));
+	ASSERT_TRUE(stop_and_drain(&inp));
+	EXPECT_EQ(sig_handled, kSignals);
+
+	View v = view(del, d, id, tid, &err);
+	ASSERT_TRUE(err.empty()) << err;
+	View u = view(inp, d, id, tid, &err);
+	ASSERT_TRUE(err.empty()) << err;
+	printf("# userstacktrace_delay: %s\n", v.describe().c_str());
+	ASSERT_EQ(v.entries.size(), (size_t)kSignals);
+	std::string bad;
+	EXPECT_EQ(answered_once(v, &bad), (size_t)kSignals) << bad;
+	InPlace r = against_in_place(v, u, sig_stack);
+	printf("# %zu stacks start in fd_sig_leaf, fd_sig_outer; %zu equal the "
+	       "in-place walk of the same signal_deliver\n", r.good, r.equal);
+	EXPECT_EQ(r.good, (size_t)kSignals) << r.first_bad;
+	EXPECT_EQ(r.compared, (size_t)kSignals);
+	EXPECT_EQ(r.equal, r.compared) << r.first_bad;
+}
+
+/*
+ * A kprobe event inside the getppid system call's function, past its
+ * ftrace call site, so that it is an int3 (x86) or BRK (arm64) probe: its
+ * handler runs as an NMI. The in-place userstacktrace refuses NMI context
+ * (which shows the event ran there); the deferred stack is the test's own
+ * return addresses, every time.
+ */
+/* Append to a tracefs file (kprobe_events: truncating removes every
+ * probe); 0 or -errno. */
+int append(const std::string &path, const std::string &text)
+{
+	int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = write(fd, text.data(), text.size()) == (ssize_t)text.size()
+			? 0 : -errno;
+	close(fd);
+	return r;
+}
+
+class KprobeEvent {
+public:
+	~KprobeEvent() { remove(); }
+	/* Place fd_int3 in the syscall's function; false with why. */
+	bool place(std::string *why)
+	{
+		std::string fn, next;
+		uint64_t at = 0, end = 0;
+		std::istringstream ks(work::read_file("/proc/kallsyms"));
+		std::string line;
+		while (std::getline(ks, line)) {
+			std::istringstream f(line);
+			std::string addr, type, name;
+			f >> addr >> type >> name;
+			uint64_t a = strtoull(addr.c_str(), nullptr, 16);
+			if (!fn.empty() && !end && a > at)
+				end = a;
+			if (fn.empty() && (name == "__x64_sys_getppid" ||
+					   name == "__arm64_sys_getppid")) {
+				fn = name;
+				at = a;
+			}
+		}
+		if (fn.empty() || !at) {
+			*why = "no __x64_sys_getppid or __arm64_sys_getppid in "
+			       "/proc/kallsyms (or addresses hidden)";
+			return false;
+		}
+		/* Past endbr64 and the 5-byte ftrace call (x86), past BTI
+		 * and the two ftrace NOPs (arm64) */
+		for (uint64_t off = 12; at + off < end && off < 64; off++) {
+			std::string def = "p:unwind_fd/fd_int3 " + fn + "+" +
+					  std::to_string(off);
+			if (append(ftrace::root() + "/kprobe_events", def) == 0) {
+				placed_ = def;
+				return true;
+			}
+		}
+		*why = "no offset of " + fn + " took a kprobe";
+		return false;
+	}
+	const std::string &where() const { return placed_; }
+	void remove()
+	{
+		if (!placed_.empty())
+			append(ftrace::root() + "/kprobe_events",
+			       "-:unwind_fd/fd_int3");
+		placed_.clear();
+	}
+
+private:
+	std::string placed_;
+};
+
+TEST(FtraceDelay, KprobeInNmiContextGetsDeferredStackInPlaceGetsNone)
+{
+	EXTENSION(kWhy);
+	REQUIRE_DELAY_OPTION();
+	if (access((ftrace::root() + "/kprobe_events").c_str(), W_OK))
+		GTEST_SKIP() << "no kprobe_events (CONFIG_KPROBE_EVENTS)";
+	KprobeEvent kp;
+	std::string why;
+	ASSERT_TRUE(kp.place(&why)) << why;
+	printf("# %s\n", kp.where().c_str());
+	RECORDING_OF("unwind_fd/fd_int3");
+	pid_t tid = work::gettid();
+	Instance del, inp;
+	ASSERT_TRUE(set_up(&del, "fd-kp-delay", true, false, tp, tid));
+	ASSERT_TRUE(set_up(&inp, "fd-kp-inplace", false, true, tp, tid));
+	ASSERT_EQ(del.tracing_on(true), 0);
+	ASSERT_EQ(inp.tracing_on(true), 0);
+	EXPECT_EQ(fd_outer(kCalls), kCalls);
+	inp.tracing_on(false);
+	ASSERT_TRUE(stop_and_drain(&del));
+	ASSERT_TRUE(stop_and_drain(&inp));
+	del.disable_events();
+	inp.disable_events();
+
+	View v = view(del, d, id, tid, &err);
+	ASSERT_TRUE(err.empty()) << err;
+	View u = view(inp, d, id, tid, &err);
+	ASSERT_TRUE(err.empty()) << err;
+	printf("# userstacktrace_delay: %s\n", v.describe().c_str());
+	printf("# userstacktrace: %s\n", u.describe().c_str());
+	ASSERT_EQ(v.entries.size(), (size_t)kCalls);
+	std::string bad;
+	EXPECT_EQ(answered_once(v, &bad), (size_t)kCalls) << bad;
+	InPlace r = against_in_place(v, u, known_stack);
+	EXPECT_EQ(r.good, (size_t)kCalls) << r.first_bad;
+	EXPECT_EQ(u.entries.size(), (size_t)kCalls);
+	EXPECT_EQ(r.compared, 0u)
+		<< "the in-place walk ran: the probe was not in NMI context";
 }
 
 /* ---- 3: file offset, inode, device ---------------------------------------- */

@@ -415,3 +415,36 @@ def test_one_walk_beyond_a_short_run_passes(tmp_path, capsys):
     assert all(r["deferred"]["walks_deferred"] > 1.0 + bench.LIMIT_SLACK
                for r in rows), "the ratio alone would have failed these"
     assert bench.main([run, "--no-plot"]) == 0, capsys.readouterr().out
+
+
+SHARED = ("bench-shared workload=long k=1 rep={rep} perf_entries=40 "
+          "ftrace_entries=150 both=38 union=152 walks={walks} "
+          "ftrace_stacks=150 ftrace_lost=0\n")
+
+
+def _with_shared(run, walks):
+    def add(text):
+        lines = "".join(SHARED.format(rep=r, walks=walks) for r in (1, 2, 3))
+        return text.replace("bench-end", lines + "bench-end", 1)
+    rewrite(run, add)
+
+
+def test_perf_and_ftrace_together_walk_once_per_entry(tmp_path, capsys):
+    """The shared mode's line: walks per entry either consumer asked for
+    (one walk for both in the 38 entries both asked for), and what the
+    two would walk apart."""
+    run = copy(SERIES, tmp_path)
+    _with_shared(run, 152)
+    assert bench.main([run, "--no-plot"]) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "perf and ftrace together (long, K=1): 1.00 walks per entry " \
+           "asked for (38 entries asked by both, median of 3); walking " \
+           "apart would be 1.25" in out
+
+
+def test_perf_and_ftrace_walking_apart_fail(tmp_path, capsys):
+    run = copy(SERIES, tmp_path)
+    _with_shared(run, 152 + 38)
+    assert bench.main([run, "--no-plot"]) == 1
+    assert "190 user stack walks for 152 entries perf or ftrace asked " \
+           "for" in capsys.readouterr().out

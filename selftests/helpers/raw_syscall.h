@@ -16,6 +16,7 @@
 #define NR_clock_gettime 228
 #define NR_getppid 110
 #define NR_sched_setaffinity 203
+#define NR_kill 62
 static inline __attribute__((always_inline)) long
 raw_syscall3(long nr, long a, long b, long c)
 {
@@ -33,6 +34,7 @@ raw_syscall3(long nr, long a, long b, long c)
 #define NR_clock_gettime 113
 #define NR_getppid 173
 #define NR_sched_setaffinity 122
+#define NR_kill 129
 static inline __attribute__((always_inline)) long
 raw_syscall3(long nr, long a, long b, long c)
 {
@@ -55,6 +57,7 @@ raw_syscall3(long nr, long a, long b, long c)
 #define NR_clock_gettime 403
 #define NR_getppid 64
 #define NR_sched_setaffinity 241
+#define NR_kill 37
 static inline __attribute__((always_inline)) long
 raw_syscall3(long nr, long a, long b, long c)
 {

@@ -42,6 +42,11 @@ of the repetitions of each mode:
                 the long workloads built with frame pointers and their
                 -sf twins built without, with .sframe; summary.txt
                 compares each pair (the SFrame walk's cost)
+  shared        (summary.txt, bench-shared lines) the shared mode: perf's
+                deferred samples and ftrace's userstacktrace_delay on the
+                workload's reads in the same runs; walks per entry either
+                asked for (1.00: one walk for both), against what the two
+                would walk apart
 
 Exit: 0 the run is whole (ci/judge/vmtest/rundir.py: done marker, whole
 console, no splat, no new taint; and every run reported), 1

@@ -9,8 +9,8 @@ from ci.judge.vmtest import rundir
 
 from .chart import plot
 from .columns import table
-from .summary import exit_path
-from .judge import limit_failures, problems
+from .summary import exit_path, shared
+from .judge import limit_failures, problems, shared_failures
 from .lines import parse
 from .model import MODES, aggregate
 from .outputs import write_all
@@ -53,7 +53,7 @@ def main(argv=None):
           + "; walk counters: "
           + ", ".join(f"{k} {v}" for k, v in parsed["counters"].items()))
     print(table(rows))
-    for line in exit_path(parsed):
+    for line in shared(parsed) + exit_path(parsed):
         print(f"bench: {line}")
     print("bench: " + sframe_line(parsed.get("sframe")))
 
@@ -69,6 +69,7 @@ def main(argv=None):
 
     bad = problems(parsed, run)
     bad += limit_failures(rows)
+    bad += shared_failures(parsed)
     for p in bad:
         print(f"bench: FAIL: {p}")
     if bad:

@@ -60,3 +60,24 @@ def limit_failures(rows):
                        f"sampled entry in a run (at most {EXTRA_WALKS}; "
                        f"median {w:.3f} walks per entry)")
     return out
+
+
+def shared_failures(parsed):
+    """Shared-mode runs where perf and ftrace asking in the same entries
+    made more walks than entries either asked for (beyond the one entry a
+    run may lose at its end), or where ftrace asked for none or lost
+    events."""
+    out = []
+    for r in parsed.get("shared", []):
+        name = f"{r['workload']} K={r['k']} shared rep {r['rep']}"
+        union, walks = int(r["union"]), int(r["walks"])
+        if int(r["ftrace_entries"]) == 0:
+            out.append(f"{name}: ftrace asked for no entry (no "
+                       "user_unwind_cookie of the workload)")
+        if int(r["ftrace_lost"]):
+            out.append(f"{name}: ftrace lost {r['ftrace_lost']} events")
+        if walks >= 0 and walks - union > EXTRA_WALKS:
+            out.append(f"{name}: {walks} user stack walks for {union} "
+                       "entries perf or ftrace asked for (one walk per "
+                       "entry for both)")
+    return out

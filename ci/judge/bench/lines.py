@@ -20,6 +20,8 @@ def parse(text):
             r["workloads"].append(fields(line))
         elif tag == "bench-run":
             r["runs"].append(fields(line))
+        elif tag == "bench-shared":
+            r.setdefault("shared", []).append(fields(line))
         elif tag == "bench-exitpath":
             r["exitpath"].append(fields(line))
         elif tag == "bench-sframe":

@@ -30,7 +30,34 @@ def headline(parsed, rows):
                           if w is not None else "") +
             f"; overhead {i['overhead']:.2f} in place, "
             f"{d['overhead']:.2f} deferred")
-    return "\n".join(out + walk_costs(rows) + exit_path(parsed))
+    return "\n".join(out + walk_costs(rows) + shared(parsed) +
+                     exit_path(parsed))
+
+
+def shared(parsed):
+    """perf and ftrace asking in the same entries (the shared mode): the
+    walks per entry either asked for, against the walks the two would
+    make apart (each of its own entries), per workload."""
+    by = {}
+    for r in parsed.get("shared", []):
+        by.setdefault(r["workload"], []).append(r)
+    out = []
+    for name, runs in by.items():
+        ok = [r for r in runs if int(r["union"]) > 0 and
+              int(r["walks"]) >= 0]
+        if not ok:
+            continue
+        walks = sorted(int(r["walks"]) / int(r["union"]) for r in ok)
+        apart = sorted((int(r["perf_entries"]) + int(r["ftrace_entries"])) /
+                       int(r["union"]) for r in ok)
+        both = sorted(int(r["both"]) for r in ok)
+        out.append(
+            f"perf and ftrace together ({name}, K={ok[0]['k']}): "
+            f"{walks[len(walks) // 2]:.2f} walks per entry asked for "
+            f"({both[len(both) // 2]} entries asked by both, median of "
+            f"{len(ok)}); walking apart would be "
+            f"{apart[len(apart) // 2]:.2f}")
+    return out
 
 
 def exit_path(parsed):
