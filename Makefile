@@ -208,7 +208,7 @@ guest-recording: ## refresh tests/data/guest-recording: a real program's deferre
 # The host tests' trace-cmd recording (tests/data/trace-cmd): Debian's
 # trace-cmd recording the helper with userstacktrace_delay in the guest.
 TRACE_KEPT := trace.dat files.txt known_stack report.txt
-trace-recording: ## refresh tests/data/trace-cmd: Debian's trace-cmd recording of userstacktrace_delay in the guest, with the files it names
+trace-recording: deps ## refresh tests/data/trace-cmd: Debian's trace-cmd recording of userstacktrace_delay in the guest, with the files it names
 	@VMTEST_KEEP=trace-cmd $(MAKE) --no-print-directory vmtest FILTER='TraceCmd.*'
 	@bash ci/judge/save-kept.sh "$(RUN_DIR)/results.log" "$(ROOT)/tests/data/trace-cmd" $(TRACE_KEPT)
 

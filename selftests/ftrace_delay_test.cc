@@ -525,12 +525,28 @@ int append(const std::string &path, const std::string &text)
 	return r;
 }
 
+/*
+ * An optimized kprobe jumps to its handler instead of trapping, out of
+ * NMI context: kept off while a test probes (x86's CONFIG_OPTPROBES).
+ */
+constexpr const char *kOptimize = "/proc/sys/debug/kprobes-optimization";
+
 class KprobeEvent {
 public:
-	~KprobeEvent() { remove(); }
+	~KprobeEvent()
+	{
+		remove();
+		if (!optimize_.empty())
+			work::write_file(kOptimize, optimize_);
+	}
 	/* Place fd_int3 in the syscall's function; false with why. */
 	bool place(std::string *why)
 	{
+		optimize_ = work::read_file(kOptimize);
+		if (!optimize_.empty() && !work::write_file(kOptimize, "0")) {
+			*why = std::string(kOptimize) + ": cannot clear it";
+			return false;
+		}
 		std::string fn, next;
 		uint64_t at = 0, end = 0;
 		std::istringstream ks(work::read_file("/proc/kallsyms"));
@@ -576,7 +592,7 @@ public:
 	}
 
 private:
-	std::string placed_;
+	std::string placed_, optimize_;
 };
 
 TEST(FtraceDelay, KprobeInNmiContextGetsDeferredStackInPlaceGetsNone)

@@ -173,9 +173,16 @@ void keep(const std::string &name, const std::string &file)
 	printf("# vmtest-keep-end: %s\n", name.c_str());
 }
 
-TEST(TraceCmd, RecordsAndReportsEachEventsDeferredUserStack)
+/*
+ * What is recorded: the helper, the event (and its filter) its getppid
+ * calls record, and the name trace-cmd report gives that event.
+ */
+struct Recording {
+	const char *helper, *event, *filter, *name;
+};
+
+void record_and_check(const Recording &want, bool keep_it)
 {
-	EXTENSION(kWhy);
 	SKIP_UNLESS_EXECUTABLE(kTraceCmd, "Debian's trace-cmd");
 	std::string root = ftrace::root(), why;
 	if (root.empty() ||
@@ -186,7 +193,7 @@ TEST(TraceCmd, RecordsAndReportsEachEventsDeferredUserStack)
 		GTEST_SKIP() << "kernel lacks userstacktrace_delay (" << why
 			     << ")";
 	}
-	std::string helper = work::helper_path("known_stack");
+	std::string helper = work::helper_path(want.helper);
 	SKIP_UNLESS_EXECUTABLE(helper, "helper program");
 	std::string err;
 	std::vector<syms::Symbol> sy = syms::load(helper, &err);
@@ -198,10 +205,16 @@ TEST(TraceCmd, RecordsAndReportsEachEventsDeferredUserStack)
 	ASSERT_NE(mkdtemp(tmpl), nullptr);
 	std::string dir = tmpl, dat = dir + "/trace.dat";
 	/* The top level (alone=yes); its option is cleared again below. */
-	Result rec = run({ kTraceCmd, "record", "-o", dat, "-O",
-			   "userstacktrace_delay", "-e",
-			   "syscalls:sys_enter_getppid", "-F", helper, "0.02" },
-			 dir);
+	std::vector<std::string> argv = { kTraceCmd, "record", "-o", dat, "-O",
+					   "userstacktrace_delay", "-e",
+					   want.event };
+	if (*want.filter) {
+		argv.push_back("-f");
+		argv.push_back(want.filter);
+	}
+	for (const char *a : { "-F", helper.c_str(), "0.02" })
+		argv.push_back(a);
+	Result rec = run(argv, dir);
 	int cleared = open((root + "/options/userstacktrace_delay").c_str(),
 			   O_WRONLY);
 	if (cleared >= 0) {
@@ -222,13 +235,13 @@ TEST(TraceCmd, RecordsAndReportsEachEventsDeferredUserStack)
 	pid_t pid = -1;
 	for (const Line &l : lines) {
 		uint64_t c;
-		if (l.event == "sys_enter_getppid") {
+		if (l.event == want.name) {
 			events++;
 			pid = l.pid;
 		} else if (l.event == "user_unwind_cookie" &&
 			   field_hex(l.fields, "cookie", &c)) {
 			const Line *e = last[l.cpu];
-			if (e && e->event == "sys_enter_getppid" &&
+			if (e && e->event == want.name &&
 			    e->pid == l.pid) {
 				cookies++;
 				announced.push_back(c);
@@ -247,9 +260,9 @@ TEST(TraceCmd, RecordsAndReportsEachEventsDeferredUserStack)
 		}
 		last[l.cpu] = &l;
 	}
-	printf("# trace-cmd report: %zu lines, %zu getppid events of pid %d, "
-	       "%zu followed by a cookie, %zu stack events\n", lines.size(),
-	       events, pid, cookies, stacks.size());
+	printf("# trace-cmd report of %s: %zu lines, %zu %s events of pid %d, "
+	       "%zu followed by a cookie, %zu stack events\n", want.helper,
+	       lines.size(), events, want.name, pid, cookies, stacks.size());
 	ASSERT_GT(events, 0u) << rep.out.substr(0, 2000);
 	EXPECT_EQ(cookies, events) << rep.out.substr(0, 2000);
 	EXPECT_EQ(bad_stack, 0u) << "stack events trace-cmd did not print "
@@ -301,7 +314,7 @@ TEST(TraceCmd, RecordsAndReportsEachEventsDeferredUserStack)
 	EXPECT_EQ(good, announced.size()) << first_bad;
 
 	const char *k = getenv("VMTEST_KEEP");
-	if (k && !strcmp(k, "trace-cmd")) {
+	if (keep_it && k && !strcmp(k, "trace-cmd")) {
 		std::string files = dir + "/files.txt";
 		FILE *f = fopen(files.c_str(), "w");
 		ASSERT_NE(f, nullptr);
@@ -317,6 +330,28 @@ TEST(TraceCmd, RecordsAndReportsEachEventsDeferredUserStack)
 	for (const char *n : { "trace.dat", "stdout", "stderr", "files.txt" })
 		unlink((dir + "/" + n).c_str());
 	rmdir(dir.c_str());
+}
+
+TEST(TraceCmd, RecordsAndReportsEachEventsDeferredUserStack)
+{
+	EXTENSION(kWhy);
+	record_and_check({ "known_stack", "syscalls:sys_enter_getppid", "",
+			   "sys_enter_getppid" },
+			 true);
+}
+
+/*
+ * A 32-bit task (the helper built -m32): its frames are walked as a
+ * compat task's and named in its ELF32 symbol table. The syscalls:
+ * events leave compat system calls out; raw_syscalls:sys_enter has them
+ * (i386's getppid is 64).
+ */
+TEST(TraceCmd, CompatTaskGetsItsDeferredUserStack)
+{
+	EXTENSION(kWhy);
+	record_and_check({ "known_stack_32", "raw_syscalls:sys_enter",
+			   "id == 64", "sys_enter" },
+			 false);
 }
 
 } // namespace
