@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <iomanip>
 #include <atomic>
 #include <map>
@@ -337,6 +338,47 @@ InPlace against_in_place(const View &v, const View &u,
 	return r;
 }
 
+/*
+ * The same events recorded two ways while workload runs: del with
+ * userstacktrace_delay (and the event also, if given), inp with the
+ * in-place userstacktrace; v and u their views of tp's events of tid.
+ */
+struct TwoWays {
+	Instance del, inp;
+	View v, u;
+};
+
+::testing::AssertionResult record_two_ways(TwoWays *t, const std::string &name,
+					   const char *tp, long id, pid_t tid,
+					   const ftrace::Decoder &d,
+					   const std::function<void()> &workload,
+					   const std::string &also = "")
+{
+	::testing::AssertionResult ok =
+		set_up(&t->del, name + "-delay", true, false, tp, tid);
+	if (ok)
+		ok = set_up(&t->inp, name + "-inplace", false, true, tp, tid);
+	if (!ok)
+		return ok;
+	if (!also.empty() && t->del.enable_event(also, pid_filter(tid)))
+		return ::testing::AssertionFailure() << "event " << also;
+	if (t->del.tracing_on(true) || t->inp.tracing_on(true))
+		return ::testing::AssertionFailure() << "tracing_on";
+	workload();
+	t->inp.tracing_on(false);
+	if (!(ok = stop_and_drain(&t->del)) || !(ok = stop_and_drain(&t->inp)))
+		return ok;
+	std::string err;
+	t->v = view(t->del, d, id, tid, &err);
+	if (err.empty())
+		t->u = view(t->inp, d, id, tid, &err);
+	if (!err.empty())
+		return ::testing::AssertionFailure() << err;
+	printf("# userstacktrace_delay: %s\n", t->v.describe().c_str());
+	printf("# userstacktrace: %s\n", t->u.describe().c_str());
+	return ::testing::AssertionSuccess();
+}
+
 /* ---- 1: the option ---------------------------------------------------- */
 
 TEST(FtraceDelay, OptionAtTopLevelAndNewInstanceStartsCleared)
@@ -381,25 +423,13 @@ TEST(FtraceDelay, EveryGetppidGetsOneStackEqualToKnownAndInPlace)
 	EXTENSION(kWhy);
 	REQUIRE_DELAY_OPTION();
 	RECORDING_OF("syscalls/sys_enter_getppid");
-	pid_t tid = work::gettid();
-	Instance del, inp;
-	ASSERT_TRUE(set_up(&del, "fd-delay", true, false, tp, tid));
-	ASSERT_TRUE(set_up(&inp, "fd-inplace", false, true, tp, tid));
-	ASSERT_EQ(del.tracing_on(true), 0);
-	ASSERT_EQ(inp.tracing_on(true), 0);
-	EXPECT_EQ(fd_outer(kCalls), kCalls);
-	inp.tracing_on(false);
-	ASSERT_TRUE(stop_and_drain(&del));
-	ASSERT_TRUE(stop_and_drain(&inp));
-
-	View v = view(del, d, id, tid, &err);
-	ASSERT_TRUE(err.empty()) << err;
-	View u = view(inp, d, id, tid, &err);
-	ASSERT_TRUE(err.empty()) << err;
-	printf("# userstacktrace_delay: %s\n", v.describe().c_str());
-	printf("# userstacktrace: %s\n", u.describe().c_str());
-	EXPECT_EQ(del.lost(), 0u);
-	EXPECT_EQ(inp.lost(), 0u);
+	TwoWays t;
+	ASSERT_TRUE(record_two_ways(&t, "fd", tp, id, work::gettid(), d, [] {
+		EXPECT_EQ(fd_outer(kCalls), kCalls);
+	}));
+	const View &v = t.v, &u = t.u;
+	EXPECT_EQ(t.del.lost(), 0u);
+	EXPECT_EQ(t.inp.lost(), 0u);
 	ASSERT_EQ(v.entries.size(), (size_t)kCalls);
 	std::string bad;
 	EXPECT_EQ(answered_once(v, &bad), (size_t)kCalls) << bad;
@@ -431,6 +461,7 @@ TEST(FtraceDelay, EveryGetppidGetsOneStackEqualToKnownAndInPlace)
  */
 Known sig_known;
 volatile sig_atomic_t sig_handled;
+constexpr int kSignals = 20;
 
 void on_sigusr1(int) { sig_handled = sig_handled + 1; }
 
@@ -461,45 +492,67 @@ bool sig_stack(const std::vector<uint64_t> &ips)
 }
 
 /*
- * signal_deliver is recorded after the entry's callbacks ran: the request
- * is answered by a second round of callbacks before user space, with the
- * entry's cookie and the stack of the kill, which is what the in-place
- * walk of the same event finds (the signal frame is not set up yet).
+ * The kill's entry asks twice: at sys_enter_kill, and at signal_deliver,
+ * which is recorded after the entry's callbacks ran (get_signal() runs the
+ * task's work first). The second request gets the entry's cookie and no
+ * second stack event: once per entry and instance, written between the
+ * two events. It is the stack of the kill, which is what the in-place
+ * walk of the same signal_deliver finds (the signal frame is not set up
+ * yet).
  */
-TEST(FtraceDelay, SignalDeliveryGetsTheStackOfTheKill)
+TEST(FtraceDelay, SignalDeliveryGetsTheStackOfTheKillOnce)
 {
 	EXTENSION(kWhy);
 	REQUIRE_DELAY_OPTION();
 	RECORDING_OF("signal/signal_deliver");
-	constexpr int kSignals = 20;
+	long kill_id = work::tracepoint_id("syscalls/sys_enter_kill");
+	ASSERT_GE(kill_id, 0) << "no syscalls/sys_enter_kill";
 	struct sigaction sa = {}, old = {};
 	sa.sa_handler = on_sigusr1;
 	ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
-	pid_t tid = work::gettid();
-	Instance del, inp;
-	ASSERT_TRUE(set_up(&del, "fd-sig-delay", true, false, tp, tid));
-	ASSERT_TRUE(set_up(&inp, "fd-sig-inplace", false, true, tp, tid));
-	ASSERT_EQ(del.tracing_on(true), 0);
-	ASSERT_EQ(inp.tracing_on(true), 0);
 	sig_handled = 0;
-	EXPECT_EQ(fd_sig_outer(kSignals), kSignals);
-	inp.tracing_on(false);
+	pid_t tid = work::gettid();
+	TwoWays t;
+	ASSERT_TRUE(record_two_ways(&t, "fd-sig", tp, id, tid, d, [] {
+		EXPECT_EQ(fd_sig_outer(kSignals), kSignals);
+	}, "syscalls/sys_enter_kill"));
 	sigaction(SIGUSR1, &old, nullptr);
-	ASSERT_TRUE(stop_and_drain(&del));
-	ASSERT_TRUE(stop_and_drain(&inp));
 	EXPECT_EQ(sig_handled, kSignals);
-
-	View v = view(del, d, id, tid, &err);
-	ASSERT_TRUE(err.empty()) << err;
-	View u = view(inp, d, id, tid, &err);
-	ASSERT_TRUE(err.empty()) << err;
-	printf("# userstacktrace_delay: %s\n", v.describe().c_str());
+	const View &v = t.v;
 	ASSERT_EQ(v.entries.size(), (size_t)kSignals);
+
+	/* Each kill's cookie: its sys_enter_kill event's, then the delivery's */
+	View k = view(t.del, d, kill_id, tid, &err);
+	ASSERT_TRUE(err.empty()) << err;
+	ASSERT_EQ(k.entries.size(), (size_t)kSignals) << k.describe();
+	size_t once = 0;
 	std::string bad;
-	EXPECT_EQ(answered_once(v, &bad), (size_t)kSignals) << bad;
-	InPlace r = against_in_place(v, u, sig_stack);
-	printf("# %zu stacks start in fd_sig_leaf, fd_sig_outer; %zu equal the "
-	       "in-place walk of the same signal_deliver\n", r.good, r.equal);
+	for (size_t i = 0; i < v.entries.size(); i++) {
+		const Entry &sig = v.entries[i], &kill = k.entries[i];
+		auto it = v.stacks.find(sig.cookie);
+		std::ostringstream o;
+		if (!sig.has_cookie || !kill.has_cookie || sig.cookie != kill.cookie)
+			o << "signal " << i << ": the delivery's cookie is not "
+			  << "the kill's";
+		else if (it == v.stacks.end() || it->second.size() != 1)
+			o << "signal " << i << ": "
+			  << (it == v.stacks.end() ? 0 : it->second.size())
+			  << " stack events for the entry";
+		else if (it->second[0].first < kill.ev->ts ||
+			 it->second[0].first > sig.ev->ts)
+			o << "signal " << i << ": the stack event is not between "
+			  << "the kill and the delivery";
+		else
+			once++;
+		if (bad.empty())
+			bad = o.str();
+	}
+	InPlace r = against_in_place(v, t.u, sig_stack);
+	printf("# %zu of %d kills: one stack event, between sys_enter_kill and "
+	       "signal_deliver (one cookie); %zu start in fd_sig_leaf, "
+	       "fd_sig_outer; %zu equal the in-place walk of the same "
+	       "signal_deliver\n", once, kSignals, r.good, r.equal);
+	EXPECT_EQ(once, (size_t)kSignals) << bad;
 	EXPECT_EQ(r.good, (size_t)kSignals) << r.first_bad;
 	EXPECT_EQ(r.compared, (size_t)kSignals);
 	EXPECT_EQ(r.equal, r.compared) << r.first_bad;
@@ -606,25 +659,12 @@ TEST(FtraceDelay, KprobeInNmiContextGetsDeferredStackInPlaceGetsNone)
 	ASSERT_TRUE(kp.place(&why)) << why;
 	printf("# %s\n", kp.where().c_str());
 	RECORDING_OF("unwind_fd/fd_int3");
-	pid_t tid = work::gettid();
-	Instance del, inp;
-	ASSERT_TRUE(set_up(&del, "fd-kp-delay", true, false, tp, tid));
-	ASSERT_TRUE(set_up(&inp, "fd-kp-inplace", false, true, tp, tid));
-	ASSERT_EQ(del.tracing_on(true), 0);
-	ASSERT_EQ(inp.tracing_on(true), 0);
-	EXPECT_EQ(fd_outer(kCalls), kCalls);
-	inp.tracing_on(false);
-	ASSERT_TRUE(stop_and_drain(&del));
-	ASSERT_TRUE(stop_and_drain(&inp));
-	del.disable_events();
-	inp.disable_events();
-
-	View v = view(del, d, id, tid, &err);
-	ASSERT_TRUE(err.empty()) << err;
-	View u = view(inp, d, id, tid, &err);
-	ASSERT_TRUE(err.empty()) << err;
-	printf("# userstacktrace_delay: %s\n", v.describe().c_str());
-	printf("# userstacktrace: %s\n", u.describe().c_str());
+	/* Destroyed before kp: the probe's event is disabled first */
+	TwoWays t;
+	ASSERT_TRUE(record_two_ways(&t, "fd-kp", tp, id, work::gettid(), d, [] {
+		EXPECT_EQ(fd_outer(kCalls), kCalls);
+	}));
+	const View &v = t.v, &u = t.u;
 	ASSERT_EQ(v.entries.size(), (size_t)kCalls);
 	std::string bad;
 	EXPECT_EQ(answered_once(v, &bad), (size_t)kCalls) << bad;

@@ -34,6 +34,7 @@
 #include "lib/features.h"
 #include "lib/perf_abi.h"
 #include "lib/test_class.h"
+#include "lib/workload.h"
 
 namespace {
 
@@ -59,18 +60,7 @@ const char *const kHostile = kHostilePath.c_str();
 #define SKIP_UNLESS_PERF()                                                  \
 	SKIP_UNLESS_EXECUTABLE(kPerfPath, "perf built from the tree under test")
 
-struct Result {
-	int status = -1; /* exit code, or -1 when it did not exit normally */
-	std::string out, err;
-};
-
-std::string slurp(const std::string &path)
-{
-	std::ifstream in(path);
-	std::stringstream ss;
-	ss << in.rdbuf();
-	return ss.str();
-}
+using Result = work::Output;
 
 std::string tmpdir()
 {
@@ -86,30 +76,7 @@ std::string tmpdir()
 /* Run argv without a shell; stdout and stderr are captured. */
 Result run(const std::vector<std::string> &argv)
 {
-	Result r;
-	std::string out = tmpdir() + "/stdout", err = tmpdir() + "/stderr";
-	pid_t pid = fork();
-	if (pid == 0) {
-		int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (o < 0 || e < 0)
-			_exit(126);
-		dup2(o, 1);
-		dup2(e, 2);
-		std::vector<char *> args;
-		for (const auto &a : argv)
-			args.push_back(const_cast<char *>(a.c_str()));
-		args.push_back(nullptr);
-		execv(args[0], args.data());
-		_exit(127);
-	}
-	int status;
-	if (pid < 0 || waitpid(pid, &status, 0) != pid)
-		return r;
-	r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-	r.out = slurp(out);
-	r.err = slurp(err);
-	return r;
+	return work::run_program(argv, tmpdir());
 }
 
 std::string describe(const std::vector<std::string> &argv, const Result &r)

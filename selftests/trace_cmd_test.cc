@@ -42,39 +42,7 @@ constexpr const char *kWhy =
 	"Debian's trace-cmd records and reports ftrace's userstacktrace_delay "
 	"(doc/kernel.md)";
 
-struct Result {
-	int status = -1; /* exit code, -1 when it did not exit */
-	std::string out, err;
-};
-
-/* Run argv with stdout and stderr in files of dir. */
-Result run(const std::vector<std::string> &argv, const std::string &dir)
-{
-	Result r;
-	std::string out = dir + "/stdout", err = dir + "/stderr";
-	pid_t pid = fork();
-	if (pid == 0) {
-		int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (o < 0 || e < 0)
-			_exit(126);
-		dup2(o, 1);
-		dup2(e, 2);
-		std::vector<char *> args;
-		for (const auto &a : argv)
-			args.push_back(const_cast<char *>(a.c_str()));
-		args.push_back(nullptr);
-		execv(args[0], args.data());
-		_exit(127);
-	}
-	int status;
-	if (pid < 0 || waitpid(pid, &status, 0) != pid)
-		return r;
-	r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-	r.out = work::read_file(out);
-	r.err = work::read_file(err);
-	return r;
-}
+using Result = work::Output;
 
 /* One line of trace-cmd report. */
 struct Line {
@@ -214,7 +182,7 @@ void record_and_check(const Recording &want, bool keep_it)
 	}
 	for (const char *a : { "-F", helper.c_str(), "0.02" })
 		argv.push_back(a);
-	Result rec = run(argv, dir);
+	Result rec = work::run_program(argv, dir);
 	int cleared = open((root + "/options/userstacktrace_delay").c_str(),
 			   O_WRONLY);
 	if (cleared >= 0) {
@@ -222,7 +190,8 @@ void record_and_check(const Recording &want, bool keep_it)
 		close(cleared);
 	}
 	ASSERT_EQ(rec.status, 0) << "trace-cmd record: " << rec.err;
-	Result rep = run({ kTraceCmd, "report", "-i", dat }, dir);
+	Result rep = work::run_program({ kTraceCmd, "report", "-i", dat },
+					 dir);
 	ASSERT_EQ(rep.status, 0) << "trace-cmd report: " << rep.err;
 
 	std::vector<Line> lines = parse_report(rep.out);

@@ -233,6 +233,35 @@ std::string helper_path(const std::string &name)
 	return dir + "/" + name;
 }
 
+
+Output run_program(const std::vector<std::string> &argv, const std::string &dir)
+{
+	Output r;
+	std::string out = dir + "/stdout", err = dir + "/stderr";
+	pid_t pid = fork();
+	if (pid == 0) {
+		int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (o < 0 || e < 0)
+			_exit(126);
+		dup2(o, 1);
+		dup2(e, 2);
+		std::vector<char *> args;
+		for (const auto &a : argv)
+			args.push_back(const_cast<char *>(a.c_str()));
+		args.push_back(nullptr);
+		execv(args[0], args.data());
+		_exit(127);
+	}
+	int status;
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return r;
+	r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	r.out = read_file(out);
+	r.err = read_file(err);
+	return r;
+}
+
 std::string read_file(const std::string &path)
 {
 	std::ifstream f(path);

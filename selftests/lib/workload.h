@@ -128,6 +128,17 @@ std::string self_path();
 /* A helper program installed next to the running test (/selftests/). */
 std::string helper_path(const std::string &name);
 
+/* A program's exit code (-1: it did not exit) and what it wrote. */
+struct Output {
+	int status = -1;
+	std::string out, err;
+};
+/*
+ * Run argv (argv[0] a path, no shell) with its stdout and stderr in the
+ * files stdout and stderr of dir, and wait for it.
+ */
+Output run_program(const std::vector<std::string> &argv, const std::string &dir);
+
 /* Text of a whole file ("" on error). */
 std::string read_file(const std::string &path);
 /* The running kernel's .config (/proc/config.gz; "" without IKCONFIG_PROC). */
