@@ -807,6 +807,38 @@ std::string inode_text(uint64_t v)
 	return std::to_string(v);
 }
 
+/* The lines of the stack event with cookie in a trace file's text, "" if
+ * it has none: its two head lines, then every " =>" line. */
+std::string stack_block(const std::string &text, uint64_t cookie)
+{
+	std::ostringstream head;
+	head << "<user stack unwind>\ncookie=" << std::hex << cookie << "\n";
+	size_t at = text.find(head.str());
+	if (at == std::string::npos)
+		return "";
+	std::istringstream lines(text.substr(at + head.str().size()));
+	std::string line, block = head.str();
+	while (std::getline(lines, line) && line.rfind(" =>", 0) == 0)
+		block += line + "\n";
+	return block;
+}
+
+/* Everything trace_pipe has now, read in page-sized reads as cat does. */
+std::string read_pipe(const Instance &in)
+{
+	std::string out;
+	int fd = open((in.path() + "/trace_pipe").c_str(),
+		      O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return out;
+	char buf[128 << 10];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		out.append(buf, n);
+	close(fd);
+	return out;
+}
+
 /*
  * A stack deeper than one event holds (at most 256 frames walked, cut to
  * the ring buffer's largest event: 144 frames with 4 KiB pages) is shown
@@ -814,61 +846,89 @@ std::string inode_text(uint64_t v)
  * unsigned, the markers -1 and -2); where the frames' text is more than
  * the 8 KiB a trace_seq has for an event (64 KiB pages), the frames that
  * fit and then how many are left out, never "[LINE TOO BIG]" or a cut
- * line.
+ * line. trace_pipe shows each such event as the trace file does, though
+ * it reads many events into one trace_seq: the deep events come between
+ * shallow ones, so that some find it partly full.
  */
 TEST(FtraceDelay, DeepStackTextShowsEachFrameOrHowManyAreLeftOut)
 {
 	EXTENSION(kWhy);
 	REQUIRE_DELAY_OPTION();
 	RECORDING_OF("syscalls/sys_enter_getppid");
+	constexpr int kRounds = 8;
 	pid_t tid = work::gettid();
-	Instance in;
+	Instance in, piped;
 	ASSERT_TRUE(set_up(&in, "fd-deep", true, false, tp, tid));
+	ASSERT_TRUE(set_up(&piped, "fd-deep-pipe", true, false, tp, tid));
 	pid_t ppid = getppid();
 	ASSERT_EQ(in.tracing_on(true), 0);
-	EXPECT_EQ(fd_deep(300), ppid);
+	ASSERT_EQ(piped.tracing_on(true), 0);
+	for (int i = 0; i < kRounds; i++) {
+		fd_outer(3 + 5 * i);
+		EXPECT_EQ(fd_deep(300), ppid);
+	}
 	in.tracing_on(false);
-	std::string text = in.read("trace");
+	piped.tracing_on(false);
+	std::string text = in.read("trace"), pipe_text = read_pipe(piped);
 	ASSERT_TRUE(stop_and_drain(&in));
 	View v = view(in, d, id, tid, &err);
 	ASSERT_TRUE(err.empty()) << err;
-	ASSERT_EQ(v.stacks.size(), 1u) << v.describe();
-	const UnwindStack &s = v.stacks.begin()->second[0].second;
-	ASSERT_GE(s.ips.size(), 100u)
-		<< "the walk of 300 calls, cut to one event, is deep";
 
-	std::ostringstream head;
-	head << "<user stack unwind>\ncookie=" << std::hex << s.cookie << "\n";
-	size_t at = text.find(head.str());
-	ASSERT_NE(at, std::string::npos) << "no stack event with cookie "
-					 << std::hex << s.cookie << " in:\n"
-					 << text.substr(0, 2000);
-	std::istringstream lines(text.substr(at + head.str().size()));
-	std::string line, first_bad;
-	size_t shown = 0, more = 0;
-	while (std::getline(lines, line) && line.rfind(" =>", 0) == 0) {
-		unsigned n = 0;
-		if (sscanf(line.c_str(), " => ... %u more", &n) == 1) {
-			more = n;
-			break;
+	size_t deep = 0, same_in_pipe = 0, frames = 0;
+	std::string first_bad;
+	for (auto &[cookie, list] : v.stacks) {
+		const UnwindStack &s = list[0].second;
+		if (s.ips.size() < 100)
+			continue;
+		deep++;
+		frames = s.ips.size();
+		std::string block = stack_block(text, cookie);
+		std::istringstream lines(block);
+		std::string line;
+		std::getline(lines, line);
+		std::getline(lines, line);
+		size_t shown = 0, more = 0;
+		while (std::getline(lines, line)) {
+			unsigned n = 0;
+			if (sscanf(line.c_str(), " => ... %u more", &n) == 1) {
+				more = n;
+				break;
+			}
+			std::ostringstream want;
+			if (shown < s.ips.size())
+				want << " =>  <" << std::hex << std::setw(16)
+				     << std::setfill('0') << s.stack[shown]
+				     << std::dec << "> : "
+				     << inode_text(s.inodes[shown]) << " : "
+				     << (s.dev[shown] >> 20) << ":"
+				     << (s.dev[shown] & 0xfffff);
+			if (line != want.str() && first_bad.empty())
+				first_bad = "frame " + std::to_string(shown) +
+					    ": \"" + line + "\", want \"" +
+					    want.str() + "\"";
+			shown++;
 		}
-		std::ostringstream want;
-		if (shown < s.ips.size())
-			want << " =>  <" << std::hex << std::setw(16)
-			     << std::setfill('0') << s.stack[shown] << std::dec
-			     << "> : " << inode_text(s.inodes[shown]) << " : "
-			     << (s.dev[shown] >> 20) << ":"
-			     << (s.dev[shown] & 0xfffff);
-		if (line != want.str() && first_bad.empty())
-			first_bad = "frame " + std::to_string(shown) + ": \"" +
-				    line + "\", want \"" + want.str() + "\"";
-		shown++;
+		if (shown + more != s.ips.size() && first_bad.empty())
+			first_bad = "cookie " + std::to_string(cookie) + ": " +
+				    std::to_string(shown) + " frames shown, " +
+				    std::to_string(more) + " said left out, of " +
+				    std::to_string(s.ips.size());
+		if (stack_block(pipe_text, cookie) == block)
+			same_in_pipe++;
+		else if (first_bad.empty())
+			first_bad = "trace_pipe shows cookie " +
+				    std::to_string(cookie) + " as:\n" +
+				    stack_block(pipe_text, cookie).substr(0, 600) +
+				    "\nthe trace file as:\n" + block.substr(0, 600);
 	}
-	printf("# %zu frames: the trace file shows %zu, then says %zu more\n",
-	       s.ips.size(), shown, more);
+	printf("# %zu deep stacks (%zu frames each): each frame shown or "
+	       "counted; trace_pipe the same for %zu\n", deep, frames,
+	       same_in_pipe);
+	EXPECT_EQ(deep, (size_t)kRounds) << v.describe();
 	EXPECT_TRUE(first_bad.empty()) << first_bad;
-	EXPECT_EQ(shown + more, s.ips.size());
+	EXPECT_EQ(same_in_pipe, deep);
 	EXPECT_EQ(text.find("LINE TOO BIG"), std::string::npos);
+	EXPECT_EQ(pipe_text.find("LINE TOO BIG"), std::string::npos);
 }
 
 /* ---- 4: two instances and one without the option ------------------------- */
