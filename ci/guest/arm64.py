@@ -59,6 +59,8 @@ LEFT_OUT = {
     "ldt_stack": "x86-only: compat stacks behind an LDT stack segment",
     "perf_python_test": "no python3 and perf.so in the arm64 guest "
                         "(the host's python3 is x86-64)",
+    "trace_cmd_test": "no trace-cmd in the arm64 guest (the host's Debian "
+                      "trace-cmd is x86-64)",
 }
 
 
