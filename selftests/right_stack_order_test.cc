@@ -358,9 +358,10 @@ extern "C" __attribute__((noinline)) void rs_tracee_syscalls(int fd)
  * The ptrace stops outside get_signal(): PTRACE_SYSCALL's syscall-entry
  * and syscall-exit stops and PTRACE_EVENT_EXIT's stop in do_exit() all go
  * through ptrace_notify(), which runs the pending task_work first. So the
- * callbacks of the entry run before the task stops (SPEC: before it stops
- * for ptrace), and a tracer that reads the buffer at any of these stops
- * finds the record of every sample taken before it: raw_syscalls:sys_enter
+ * callbacks of the entry run before the task stops (doc/kernel.md: the
+ * task_work runs before a ptrace stop), and a tracer that reads the buffer
+ * at any of these stops finds the record of every sample taken before
+ * it: raw_syscalls:sys_enter
  * samples each system call of the tracee after its entry stop, and each
  * must have its record, starting in rs_tracee_syscalls, by its exit stop.
  */

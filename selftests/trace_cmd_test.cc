@@ -246,6 +246,7 @@ void record_and_check(const Recording &want, bool keep_it)
 		auto it = stacks.find(c);
 		std::ostringstream o;
 		o << "cookie " << std::hex << c << ": ";
+		bool ok = false;
 		if (it == stacks.end() || it->second.count != 1) {
 			o << (it == stacks.end() ? 0 : it->second.count)
 			  << " stack events";
@@ -263,18 +264,14 @@ void record_and_check(const Recording &want, bool keep_it)
 				    s.dev[k] != kdev)
 					break;
 			}
-			if (k == 4)
-				good++;
-			else
+			ok = k == 4;
+			if (!ok)
 				o << "frame " << k << " is not " << want[k]
 				  << " of " << helper << " (ip "
 				  << (k < s.ips.size() ? s.ips[k] : 0) << ")";
 		}
-		if (first_bad.empty() && o.str().find("stack events") !=
-						 std::string::npos)
-			first_bad = o.str();
-		else if (first_bad.empty() && o.str().find("frame") !=
-						      std::string::npos)
+		good += ok;
+		if (!ok && first_bad.empty())
 			first_bad = o.str();
 	}
 	printf("# %zu of %zu cookies have one stack: ks_inner, ks_middle, "
