@@ -152,6 +152,10 @@ def test_guest_rows_are_in_a_whole_run_and_name_configs_of_the_table():
     for r in guests:
         configs.make_vars(r.karch, r.config)  # raises for an unknown pair
         assert matrix.pick([r.name], 0, 1) == ([r], False)
+    # the compilers every row of a whole run needs, guest rows too
+    assert "gcc-aarch64-linux-gnu" in matrix.packages_of(guests)
+    assert matrix.packages_of(matrix.pick(["x86_64-rt-guest"], 0, 1)[0]) \
+        == []
 
 
 def junit_of(passed, failed, skipped):

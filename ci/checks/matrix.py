@@ -137,8 +137,10 @@ class GuestRow:
         self.name, self.karch, self.config = f"{arch}-{config}-guest", \
             arch, config
         self.why = why
-        # the compiler make vmtest builds it with (ci/build/kernel.sh)
+        # the compiler make vmtest builds it with (ci/build/kernel.sh),
+        # and its Debian package
         self.cross = "aarch64-linux-gnu-" if arch == "arm64" else ""
+        self.package = "gcc-aarch64-linux-gnu" if self.cross else ""
 
 
 GUEST_ROWS = [
@@ -620,6 +622,11 @@ def pick(names, randconfigs, seed):
     return out, False
 
 
+def packages_of(rows):
+    """The Debian packages ROWS' compilers come from (every kind of row)."""
+    return sorted({r.package for r in rows if r.package})
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--src", required=True)
@@ -655,7 +662,7 @@ def main(argv=None):
     cc_cache = os.environ.get("CCACHE", "1") == "1" and \
         subprocess.run(["sh", "-c", "command -v ccache"],
                        capture_output=True).returncode == 0
-    packages = sorted({r.package for r in rows if r.package})
+    packages = packages_of(rows)
     if subprocess.run(["bash", os.path.join(ROOT, "ci", "build", "deps.sh"),
                        *packages]).returncode != 0:
         return 2
