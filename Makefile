@@ -80,7 +80,9 @@ PERF_UPSTREAM_OUT := $(BUILD)/out/perf-upstream/perf$(ASFX)
 # that tree's own perf, perf.so and perf shell tests.
 UPSTREAM_TREE ?= $(BUILD)/upstream-7.2
 RUN_DIR    := $(OUT)/vmtest$(ASFX)-$(CONFIG)$(if $(filter-out off no 0,$(SLOW)),-slow)
-# make bench: BENCH=quick|full|exitpath (only the untraced getppid loop), in a guest with one vCPU per host core
+# make bench: BENCH=quick|full|libs (the SFrame walk on distinct functions)|maps
+# (mmap of libraries with and without .sframe)|exitpath (only the untraced
+# getppid loop), in a guest with one vCPU per host core
 # (SMP= overrides): timed runs under TCG do not share a core.
 BENCH      ?= full
 BENCH_SMP  := $(if $(filter command line,$(origin SMP)),$(SMP),$(shell nproc))
@@ -115,7 +117,7 @@ export EXPECT_FEATURE
 	upstream-tree vmtest-upstream \
 	verdict vmtest-debug stress stress-kcsan stress-rt stress-run test checkpatch apply-fresh bisect-build check \
 	kunit clean kernel-doc sparse submit-check send bench mutate golden fuzz matrix \
-	realprograms initramfs-realstacks realstacks guest-recording trace-recording
+	realprograms initramfs-realstacks realstacks overhead guest-recording trace-recording
 
 help: ## list the targets
 	@echo "usage: make TARGET [KERNEL=DIR] [ARCH=x86_64|arm64] [CONFIG=normal|debug|rt|rt-debug|debian|debian-rt|stress|kcsan|nounwind] [FILTER=gtest-filter] [PERF_TREE=DIR] [SLOW=on]"
@@ -184,7 +186,7 @@ vmtest-upstream: upstream-tree ## make vmtest on upstream Linux 7.2 with its own
 verdict: ## judge a saved run again without booting: make verdict RUN=DIR
 	@bash ci/judge/verdict.sh "$(RUN)"
 
-bench: kernel initramfs ## what deferral saves and costs, one guest run: table, CSV/JSON, plot (BENCH=quick|full)
+bench: kernel initramfs ## what deferral saves and costs, one guest run: table, CSV/JSON, plot (BENCH=quick|full|libs|maps|exitpath)
 	@bash ci/judge/bench.sh "$(KOBJ)" "$(INITRD)" "$(OUT)/bench$(ASFX)" "$(BENCH_SMP)" "$(BENCH)"
 
 realprograms: deps toolchains ## fetch and build make realstacks' programs (Debian's xz, gzip, sqlite3: as packaged, with frame pointers, with SFrame) into build/realstacks
@@ -196,6 +198,11 @@ initramfs-realstacks: selftests perf realprograms $(TREE_DEP) ## make initramfs 
 
 realstacks: kernel initramfs-realstacks ## real programs' deferred stacks against glibc's backtrace(), one guest run: the table (REALSTACKS=all|PROG:BUILD[:ENTRY],...)
 	@bash ci/judge/realstacks.sh "$(KOBJ)" "$(REALSTACKS_INITRD)" "$(OUT)/realstacks" "$(SMP)" "$(REALSTACKS)"
+
+# make overhead: the real programs' run time unprofiled and sampled at 1
+# and 10 kHz, user callchains in place and deferred (doc/bench.md)
+overhead: kernel initramfs-realstacks ## what sampling costs real programs (xz, gzip, sqlite3), in place against deferred, one guest run
+	@bash ci/judge/realstacks.sh "$(KOBJ)" "$(REALSTACKS_INITRD)" "$(OUT)/overhead" "$(BENCH_SMP)" overhead
 
 # The host tests' real recording (tests/data/guest-recording): gzip built
 # with SFrame, its deferred recording from the guest, converted by our perf.

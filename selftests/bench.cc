@@ -41,9 +41,16 @@
  * own cost included (the same for every workload). The long-sf workloads
  * run the long ones' loop built without frame pointers, with .sframe
  * (bench_sframe.c): their walk reads .sframe where long's follows frame
- * pointers, through the same number of frames.
+ * pointers, through the same number of frames. Those are a recursion:
+ * every frame but the first returns to one address. The libs workloads
+ * read below a stack of distinct functions, each in another library
+ * than its caller (bench_chain.h): libs with frame pointers, libs-sf
+ * with .sframe, the tables of a real library's size.
  *
  * A mode the kernel lacks prints status=unsupported with the errno.
+ *
+ * Plan maps: no sampling; what mapping a library costs with and without
+ * .sframe (maps(), bench-maps lines).
  *
  * bench-sframe: the SFrame tables and rows the kernel's reader refused
  * during the bench, by reason (debugfs unwind_user/sframe_fallbacks): each
@@ -75,7 +82,9 @@
 #include <string>
 #include <vector>
 
+#include "bench_chain.h"
 #include "bench_tag.h"
+#include "lib/map_elf.h"
 #include "lib/features.h"
 #include "lib/ftrace.h"
 #include "lib/perf_abi.h"
@@ -103,7 +112,15 @@ struct Workload {
 	bool per_cpu;	   /* per-CPU events (perf record -a) */
 	bool sframe = false; /* the loop of bench_sframe.c (Kind::Long) */
 	bool timed = false;  /* walktime mode runs too (single thread) */
+	int chain = 0;	     /* bench_chain libraries (kChainFp, kChainSf) */
+	int pad = 0;	     /* SFrame library copies mapped before the run */
 };
+
+/* The chain workloads' libraries, by kind: fp, sf (CMakeLists.txt) */
+constexpr int kChainFp = 1, kChainSf = 2;
+const char *const kChainKinds[] = { "", "fp", "sf" };
+static_assert(BENCH_CHAIN_LIBS_BUILT == BENCH_CHAIN_LIBS,
+	      "CMakeLists.txt builds the libraries bench_chain.h counts");
 
 struct Plan {
 	std::vector<Workload> workloads;
@@ -122,6 +139,13 @@ const Workload kLongSf = { "long-sf", Kind::Long, 16, 8 << 20, false, true,
 			   true };
 const Workload kLongDeepSf = { "long-deep-sf", Kind::Long, 128, 8 << 20,
 			       false, true, true };
+const Workload kLibs = { "libs", Kind::Long, BENCH_CHAIN_FUNCS, 8 << 20,
+			 false, false, true, kChainFp };
+const Workload kLibsSf = { "libs-sf", Kind::Long, BENCH_CHAIN_FUNCS, 8 << 20,
+			   false, true, true, kChainSf };
+/* The same with the mm's SFrame table at its cap (8192 text ranges) */
+const Workload kLibsSfCap = { "libs-sf-cap", Kind::Long, BENCH_CHAIN_FUNCS,
+			      8 << 20, false, true, true, kChainSf, 8192 };
 const Workload kShort = { "short", Kind::Short, 16, 4096, false };
 const Workload kCpu = { "cpu", Kind::Cpu, 16, 0, false };
 const Workload kCpuDeep = { "cpu-deep", Kind::Cpu, 128, 0, false };
@@ -132,12 +156,19 @@ Plan plan_for(const std::string &name)
 	/* Only the untraced exit path (exit_path()), five times */
 	if (name == "exitpath")
 		return { {}, {}, 5, 0, 0 };
+	/* Only the cost of mapping libraries (maps()), five times */
+	if (name == "maps")
+		return { {}, {}, 5, 0, 0 };
+	/* The SFrame walk on distinct functions, against frame pointers */
+	if (name == "libs")
+		return { { kLong, kLongSf, kLibs, kLibsSf, kLibsSfCap }, { 1 },
+			 3, 0.15, 250000 };
 	if (name == "quick")
-		return { { kLong, kLongDeep, kLongSf, kLongDeepSf, kCpu,
-			   kPerCpu },
+		return { { kLong, kLongDeep, kLongSf, kLongDeepSf, kLibs,
+			   kLibsSf, kCpu, kPerCpu },
 			 { 1, 4 }, 3, 0.15, 250000 };
-	return { { kLong, kLongDeep, kLongSf, kLongDeepSf, kShort, kCpu,
-		   kCpuDeep, kPerCpu },
+	return { { kLong, kLongDeep, kLongSf, kLongDeepSf, kLibs, kLibsSf,
+		   kShort, kCpu, kCpuDeep, kPerCpu },
 		 { 1, 2, 4, 8 }, 3, 0.3, 250000 };
 }
 
@@ -164,6 +195,8 @@ struct Shared {
 	size_t chunk;
 	int kind;
 	int sframe;
+	int chain;
+	int pad;
 	int depth;
 	int threads;
 };
@@ -237,9 +270,42 @@ extern "C" __attribute__((noinline)) long bench_recurse(int depth, Shared *sh,
 extern "C" long bench_sf_recurse(int depth, int fd, char *buf, size_t chunk,
 				uint64_t n, uint64_t magic);
 
+/* Each kind's chain, its libraries mapped by main() before any fork */
+bench_chain chains[3];
+
+/* Library I of KIND's chain (beside the program) */
+std::string chain_lib(int kind, int i);
+
+/* Map N copies of KIND's libraries in turn, never unmapped; how many. */
+int map_copies(int kind, int n)
+{
+	std::string paths[BENCH_CHAIN_LIBS];
+	for (int i = 0; i < BENCH_CHAIN_LIBS; i++)
+		paths[i] = chain_lib(kind, i);
+	for (int i = 0; i < n; i++) {
+		unsigned long text, end, len;
+		void *span;
+		if (!map_elf(paths[i % BENCH_CHAIN_LIBS].c_str(), &text, &end,
+			     &span, &len))
+			return i;
+	}
+	return n;
+}
+
 /* The workload's frames and loop: frame-pointer or SFrame code. */
 __attribute__((noinline)) long recurse(Shared *sh, bool dry)
 {
+	if (sh->chain) {
+		bench_chain c = chains[sh->chain];
+		c.fd = zero_fd;
+		c.buf = buf;
+		c.chunk = sh->chunk;
+		c.n = dry ? 0 : sh->iterations;
+		c.magic = kTagMagic;
+		long r = c.fn[0](&c, 0);
+		sh->entries_made += c.n;
+		return r;
+	}
 	if (!sh->sframe)
 		return bench_recurse(sh->depth, sh, dry);
 	uint64_t n = dry ? 0 : sh->iterations;
@@ -274,6 +340,8 @@ void *worker(void *arg)
 {
 	char c;
 	if (read(setup_fd, &c, 1) != 1)
+		_exit(3);
+	if (sh->pad && map_copies(kChainSf, sh->pad) != sh->pad)
 		_exit(3);
 	std::vector<pthread_t> th(sh->threads);
 	std::vector<int> cpus = session::online_cpus();
@@ -621,6 +689,8 @@ Result run_one(const Plan &p, const Workload &w, int k,
 	sh->kind = (int)w.kind;
 	sh->depth = w.depth;
 	sh->sframe = w.sframe;
+	sh->chain = w.chain;
+	sh->pad = w.pad;
 	sh->chunk = w.chunk;
 	sh->iterations = iterations;
 	int ncpu = session::online_cpus().size();
@@ -843,6 +913,125 @@ void exit_path(int rep)
 	       kCalls, (double)(t1 - t0) / kCalls);
 }
 
+/* The directory of the running program: the libraries are beside it. */
+std::string own_dir()
+{
+	char path[4096];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+	if (n <= 0)
+		return ".";
+	path[n] = 0;
+	std::string s = path;
+	return s.substr(0, s.rfind('/'));
+}
+
+std::string chain_lib(int kind, int i)
+{
+	static const std::string dir = own_dir();
+	return dir + "/bench_chain_" + kChainKinds[kind] + "_" +
+	       std::to_string(i) + ".so";
+}
+
+/*
+ * Map the libraries of KIND's chain and let each write its functions
+ * into chains[kind]; false and why when one is missing or incomplete.
+ */
+bool load_chain(int kind, std::string *why)
+{
+	bench_chain *c = &chains[kind];
+	for (int i = 0; i < BENCH_CHAIN_LIBS; i++) {
+		std::string path = chain_lib(kind, i);
+		unsigned long text = 0, end = 0, len;
+		void *span;
+		void *entry = map_elf(path.c_str(), &text, &end, &span, &len);
+		if (!entry) {
+			*why = path + ": " + strerror(errno);
+			return false;
+		}
+		((bench_chain_entry)entry)(c);
+	}
+	for (int i = 0; i <= BENCH_CHAIN_FUNCS; i++)
+		if (!c->fn[i]) {
+			*why = std::string(kChainKinds[kind]) +
+			       " chain: no function at " + std::to_string(i);
+			return false;
+		}
+	return true;
+}
+
+/*
+ * What a loader's mmap(PROT_EXEC) of a library costs, with .sframe (sf:
+ * the kernel reads its program headers and notes the section) and
+ * without (fp), in ns per library mapped and unmapped again: one library
+ * at a time; 32 (a program's dlopen() of its plugins) mapped, then all
+ * unmapped; and one at a time again with the mm's SFrame table at its
+ * cap (8192 text ranges, filled by as many copies, whose mapping is
+ * timed too). On the base kernel (make bench KERNEL=<base tree>) the
+ * same lines are the cost without the series.
+ */
+void maps(int rep)
+{
+	constexpr int kOne = 200, kRounds = 20, kBatch = 32, kCap = 8192;
+	auto one = [](int kind, int n) {
+		std::string path = chain_lib(kind, 0);
+		uint64_t t0 = work::now_ns();
+		for (int i = 0; i < n; i++) {
+			unsigned long text, end, len;
+			void *span;
+			if (!map_elf(path.c_str(), &text, &end, &span, &len))
+				return -1.0;
+			munmap(span, len);
+		}
+		return (double)(work::now_ns() - t0) / n;
+	};
+	auto batch = [](int kind) {
+		std::vector<std::pair<void *, unsigned long>> spans;
+		uint64_t t0 = work::now_ns();
+		for (int r = 0; r < kRounds; r++) {
+			for (int i = 0; i < kBatch; i++) {
+				unsigned long text, end, len;
+				void *span;
+				if (!map_elf(chain_lib(kind, i % BENCH_CHAIN_LIBS)
+						     .c_str(),
+					     &text, &end, &span, &len))
+					return -1.0;
+				spans.push_back({ span, len });
+			}
+			for (auto &[span, len] : spans)
+				munmap(span, len);
+			spans.clear();
+		}
+		return (double)(work::now_ns() - t0) / (kRounds * kBatch);
+	};
+	/* In a child: the cap's copies go with its mm */
+	pid_t pid = fork();
+	if (pid == 0) {
+		for (int kind : { kChainFp, kChainSf })
+			printf("bench-maps rep=%d what=one kind=%s n=%d "
+			       "ns_per_lib=%.0f\n",
+			       rep, kChainKinds[kind], kOne, one(kind, kOne));
+		for (int kind : { kChainFp, kChainSf })
+			printf("bench-maps rep=%d what=batch%d kind=%s n=%d "
+			       "ns_per_lib=%.0f\n",
+			       rep, kBatch, kChainKinds[kind], kRounds * kBatch,
+			       batch(kind));
+		uint64_t t0 = work::now_ns();
+		int n = map_copies(kChainSf, kCap);
+		printf("bench-maps rep=%d what=fill%d kind=sf n=%d "
+		       "ns_per_lib=%.0f\n",
+		       rep, kCap, n,
+		       n == kCap ? (double)(work::now_ns() - t0) / kCap : -1.0);
+		for (int kind : { kChainFp, kChainSf })
+			printf("bench-maps rep=%d what=one-at-cap kind=%s n=%d "
+			       "ns_per_lib=%.0f\n",
+			       rep, kChainKinds[kind], kOne, one(kind, kOne));
+		fflush(stdout);
+		_exit(0);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+}
+
 /* The kernel's SFrame refusal counts by reason; empty without them. */
 std::map<std::string, long> sframe_fallbacks()
 {
@@ -897,6 +1086,16 @@ int main(int argc, char **argv)
 		if (fd >= 0)
 			close(fd);
 	}
+	for (const Workload &w : p.workloads) {
+		std::string why;
+		if (w.chain && !chains[w.chain].fn[0] &&
+		    !load_chain(w.chain, &why)) {
+			std::replace(why.begin(), why.end(), ' ', '_');
+			printf("bench-end runs=0 errors=1 reason=%s\n",
+			       why.c_str());
+			return 1;
+		}
+	}
 	std::map<std::string, long> fb = sframe_fallbacks();
 	std::map<std::string, uint64_t> iters;
 	for (const Workload &w : p.workloads) {
@@ -911,7 +1110,10 @@ int main(int argc, char **argv)
 	/* Repetitions outermost, modes innermost: drift hits all alike. */
 	int failed = 0, runs = 0;
 	for (int rep = 1; rep <= p.reps; rep++)
-		exit_path(rep);
+		if (plan_name == "maps")
+			maps(rep);
+		else
+			exit_path(rep);
 	for (int rep = 1; rep <= p.reps; rep++)
 		for (const Workload &w : p.workloads)
 			for (int k : p.ks)

@@ -328,6 +328,31 @@ def test_summary_gives_the_untraced_exit_path():
     assert bench.summary.exit_path(bench.parse("")) == []
 
 
+def test_summary_gives_the_cost_of_mapping_libraries():
+    """BENCH=maps: per library, without and with .sframe, medians of the
+    repetitions; a run that could not map (-1) counts for nothing."""
+    runs = {("one", "fp"): (20000, 21000, 19000),
+            ("one", "sf"): (23000, 22000, -1),
+            ("batch32", "fp"): (30000, 30000, 30000),
+            ("batch32", "sf"): (33000, 34000, 35000),
+            ("fill8192", "sf"): (90000, 95000, 93000),
+            ("one-at-cap", "fp"): (20000, 20000, 20000),
+            ("one-at-cap", "sf"): (400000, 410000, 405000)}
+    text = "\n".join(f"bench-maps rep={i + 1} what={what} kind={kind} n=200 "
+                     f"ns_per_lib={v}" for (what, kind), vs in runs.items()
+                     for i, v in enumerate(vs))
+    assert bench.summary.maps(bench.parse(text)) == [
+        "mmap, one library mapped and unmapped: 20.0 us per library without "
+        ".sframe, 23.0 us with (+3.0 us)",
+        "mmap, 32 libraries mapped, then unmapped: 30.0 us per library "
+        "without .sframe, 34.0 us with (+4.0 us)",
+        "mmap, one library, the mm's SFrame table full (8192 ranges): 20.0 "
+        "us per library without .sframe, 405.0 us with (+385.0 us)",
+        "mmap, filling the SFrame table to its cap (8192 libraries with "
+        ".sframe): 93.0 us per library"]
+    assert bench.summary.maps(bench.parse("")) == []
+
+
 def test_an_exitpath_run_has_no_rows_and_prints_the_loop(tmp_path, capsys):
     """BENCH=exitpath: the guest times only the untraced getppid loop."""
     run = copy(SERIES, tmp_path)

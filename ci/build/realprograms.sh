@@ -22,7 +22,8 @@
 #                 lib/ld-linux-x86-64.so.2 --library-path lib
 #   shim.so       the LD_PRELOAD shim (selftests/realstacks/build-shim.sh:
 #                 frame pointers and SFrame, by sid's binutils)
-#   run.sh        the guest's runner (selftests/realstacks/run.sh)
+#   run.sh        the guest's runner (selftests/realstacks/run.sh), and
+#   overhead.sh   its plan "overhead" (make overhead)
 #   input/        the workloads' inputs, made here, the same every time
 #   manifest      every package, source and tool used, with its version
 #
@@ -202,8 +203,8 @@ done
 log "realprograms: the shim"
 sh "$ROOT/selftests/realstacks/build-shim.sh" "$guest/shim.so" "$tc/sid/bin" ||
 	fail "building the shim failed"
-cp "$ROOT/selftests/realstacks/run.sh" "$guest/run.sh"
-chmod +x "$guest/run.sh"
+cp "$ROOT/selftests/realstacks/run.sh" "$ROOT/selftests/realstacks/overhead.sh" "$guest/"
+chmod +x "$guest/run.sh" "$guest/overhead.sh"
 
 # Inputs: 256 KiB of text from a fixed seed; sqlite3's two scripts.
 /usr/bin/python3 "$ROOT/selftests/realstacks/inputs.py" "$guest/input"

@@ -2,19 +2,19 @@
 # usage: bench.sh KOBJ INITRD OUT_DIR SMP PLAN
 #
 # make bench: boot the guest once running only selftests/bench with PLAN
-# (quick, full or exitpath; ci/guest/init's vmtest.bench=), under the build lock so
-# that no build shares the two cores with the timed runs, then judge,
-# tabulate and plot it (ci/judge/bench/). Exit: 0 a whole run, 1 a broken
+# (quick, full, libs, maps or exitpath; ci/guest/init's vmtest.bench=),
+# under the build lock so that no build shares the two cores with the
+# timed runs, then judge, tabulate and plot it (ci/judge/bench/). Exit: 0 a whole run, 1 a broken
 # run or deferral over its limits, 2 usage.
 . "$(dirname "$0")/../guest/lib.sh"
 
 [ $# -eq 5 ] || die "usage: bench.sh KOBJ INITRD OUT_DIR SMP PLAN"
 kobj=$1 initrd=$2 dir=$3 smp=$4 plan=$5
 case $plan in
-exitpath) timeout=300 ;;
-quick) timeout=600 ;;
+exitpath | maps) timeout=600 ;;
+quick | libs) timeout=900 ;;
 full) timeout=1800 ;;
-*) die "BENCH=$plan: use BENCH=quick, BENCH=full or BENCH=exitpath" ;;
+*) die "BENCH=$plan: use BENCH=quick, full, libs, maps or exitpath" ;;
 esac
 t0=$SECONDS
 boot_guest "$kobj" "$initrd" "$dir" "$smp" "$timeout" --bench "$plan"

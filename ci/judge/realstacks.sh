@@ -5,6 +5,8 @@
 # runner (/realstacks/run.sh with PLAN: all, or PROGRAM:BUILD[:ENTRY],...; ci/guest/init's
 # vmtest.realstacks=), under the build lock, then judge the run and
 # print the table (python3 -m ci.judge.realstacks, doc/realstacks.md).
+# PLAN "overhead" (make overhead): what sampling costs the programs
+# (run.sh overhead; python3 -m ci.judge.overhead, doc/bench.md).
 # Exit: 0 every run made and judged, 1 a broken run, 2 usage.
 . "$(dirname "$0")/../guest/lib.sh"
 
@@ -15,4 +17,5 @@ kobj=$1 initrd=$2 dir=$3 smp=$4 plan=$5
 t0=$SECONDS
 boot_guest "$kobj" "$initrd" "$dir" "$smp" 1800 --realstacks "$plan"
 log "realstacks: guest run $((SECONDS - t0)) s (lock wait included)"
+[ "$plan" = overhead ] && exec /usr/bin/python3 -m ci.judge.overhead "$dir"
 exec /usr/bin/python3 -m ci.judge.realstacks --doc "$ROOT/doc/realstacks.md" "$dir"

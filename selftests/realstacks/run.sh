@@ -31,6 +31,7 @@
 # could not be (named on a "# realstacks-error:" line), 2 for a bad plan.
 #
 #   run.sh workload PROGRAM COMMAND...   the workload alone (under perf)
+#   run.sh overhead [REPS]               what sampling costs (overhead.sh)
 RS=${RS:-$(cd "$(dirname "$0")" && pwd)}
 PERF=${PERF:-/bin/perf}
 W=${W:-/tmp/realstacks}
@@ -88,6 +89,12 @@ if [ "${1:-}" = workload ]; then
 	shift
 	workload "$@"
 	exit $?
+fi
+# plan "overhead": what sampling costs the programs (overhead.sh), no
+# stack compared
+if [ "${1:-}" = overhead ]; then
+	shift
+	exec /bin/sh "$RS/overhead.sh" "$@"
 fi
 
 plan=${1:-all}

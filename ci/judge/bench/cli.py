@@ -9,7 +9,7 @@ from ci.judge.vmtest import rundir
 
 from .chart import plot
 from .columns import table
-from .summary import exit_path, shared
+from .summary import exit_path, maps, shared
 from .judge import limit_failures, problems, shared_failures
 from .lines import parse
 from .model import MODES, aggregate
@@ -53,7 +53,7 @@ def main(argv=None):
           + "; walk counters: "
           + ", ".join(f"{k} {v}" for k, v in parsed["counters"].items()))
     print(table(rows))
-    for line in shared(parsed) + exit_path(parsed):
+    for line in shared(parsed) + exit_path(parsed) + maps(parsed):
         print(f"bench: {line}")
     print("bench: " + sframe_line(parsed.get("sframe")))
 

@@ -24,6 +24,8 @@ def parse(text):
             r.setdefault("shared", []).append(fields(line))
         elif tag == "bench-exitpath":
             r["exitpath"].append(fields(line))
+        elif tag == "bench-maps":
+            r.setdefault("maps", []).append(fields(line))
         elif tag == "bench-sframe":
             r["sframe"] = fields(line)
         elif tag == "bench-fallback":

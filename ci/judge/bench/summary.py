@@ -31,7 +31,7 @@ def headline(parsed, rows):
             f"; overhead {i['overhead']:.2f} in place, "
             f"{d['overhead']:.2f} deferred")
     return "\n".join(out + walk_costs(rows) + shared(parsed) +
-                     exit_path(parsed))
+                     exit_path(parsed) + maps(parsed))
 
 
 def shared(parsed):
@@ -70,6 +70,78 @@ def exit_path(parsed):
             f"per call (median of {len(ns)}; {ns[0]:.0f}-{ns[-1]:.0f})"]
 
 
+def maps(parsed):
+    """Plan maps: what a loader's mmap() of a library costs without and
+    with .sframe, per library (medians over the repetitions; compare with
+    the same plan on the base tree)."""
+    by = {}
+    for m in parsed.get("maps", []):
+        if m["ns_per_lib"] >= 0:
+            by.setdefault((m["what"], m["kind"]), []).append(m["ns_per_lib"])
+    med = {k: sorted(v)[len(v) // 2] for k, v in by.items()}
+    out = []
+    for what, say in (("one", "one library mapped and unmapped"),
+                      ("batch32", "32 libraries mapped, then unmapped"),
+                      ("one-at-cap", "one library, the mm's SFrame table "
+                       "full (8192 ranges)")):
+        fp, sf = med.get((what, "fp")), med.get((what, "sf"))
+        if fp is not None and sf is not None:
+            out.append(f"mmap, {say}: {fp / 1000:.1f} us per library "
+                       f"without .sframe, {sf / 1000:.1f} us with "
+                       f"({(sf - fp) / 1000:+.1f} us)")
+    fill = [v for (what, kind), v in med.items() if what.startswith("fill")]
+    if fill:
+        out.append(f"mmap, filling the SFrame table to its cap (8192 "
+                   f"libraries with .sframe): {fill[0] / 1000:.1f} us per "
+                   "library")
+    return out
+
+
+def per_frame(lo, hi):
+    """The walk's cost per frame between two timed rows: what every walk
+    costs alike (the probes, the first frame) drops out."""
+    a, b = lo.get(TIMED, {}), hi.get(TIMED, {})
+    if "walk_ns" not in a or "walk_ns" not in b or \
+            b["user_frames"] <= a["user_frames"]:
+        return None
+    return (b["walk_ns"] - a["walk_ns"]) / (b["user_frames"] -
+                                           a["user_frames"])
+
+
+def chain_costs(rows):
+    """The libs workloads (a stack of distinct functions, each in another
+    library than its caller): the walk's cost per frame against the
+    shallow workload of the same unwind information, frame pointers
+    against SFrame; and the SFrame walk with the mm's table at its cap.
+    The shallow SFrame workload's frames return to one address (its row
+    kept from frame to frame), so the SFrame figure charges each
+    distinct frame with a little more than its own cost."""
+    by = {(r["workload"], r["events"], r["k"]): r for r in rows}
+    out = []
+    for (name, ev, k), r in by.items():
+        if name != "libs":
+            continue
+        fp = per_frame(by.get(("long", ev, k), {}), r)
+        sf = per_frame(by.get(("long-sf", ev, k), {}),
+                       by.get(("libs-sf", ev, k), {}))
+        if fp is None or sf is None:
+            continue
+        out.append(f"deferred walk per frame, {r['depth']} distinct "
+                   f"functions in 8 libraries: {fp:.0f} ns with frame "
+                   f"pointers, {sf:.0f} ns with SFrame: SFrame/FP "
+                   f"{sf / fp:.2f}")
+        cap = by.get(("libs-sf-cap", ev, k), {}).get(TIMED, {})
+        free = by.get(("libs-sf", ev, k), {}).get(TIMED, {})
+        if "walk_ns" in cap and "walk_ns" in free:
+            out.append(f"deferred walk, {r['depth']} distinct functions "
+                       f"with SFrame, the mm's table at its cap (8192 "
+                       f"ranges): {cap['walk_ns']:.0f} ns against "
+                       f"{free['walk_ns']:.0f} ns: "
+                       f"{(cap['walk_ns'] - free['walk_ns']) / cap['user_frames']:+.0f} "
+                       "ns per frame")
+    return out
+
+
 def walk_costs(rows):
     """One line per SFrame workload whose frame-pointer twin (its name
     without -sf) was timed too: the deferred walk's cost, both ways."""
@@ -95,6 +167,7 @@ def walk_costs(rows):
     per = {}
     for kind in ("fp", "sframe"):
         timed = sorted((r for r in rows if r["unwind"] == kind and
+                        not r["workload"].startswith("libs") and
                         "walk_ns" in r.get(TIMED, {})),
                        key=lambda r: r[TIMED]["user_frames"])
         if len(timed) > 1:
@@ -103,10 +176,11 @@ def walk_costs(rows):
                 per[kind] = ((hi["walk_ns"] - lo["walk_ns"]) /
                              (hi["user_frames"] - lo["user_frames"]))
     if len(per) == 2:
-        out.append(f"deferred walk per frame: {per['fp']:.0f} ns with "
+        out.append(f"deferred walk per frame, a recursion: {per['fp']:.0f} "
+                   "ns with "
                    f"frame pointers, {per['sframe']:.0f} ns with SFrame: "
                    f"SFrame/FP {per['sframe'] / per['fp']:.2f}")
-    return out
+    return out + chain_costs(rows)
 
 
 def headline_rows(rows):

@@ -17,21 +17,18 @@
  * "ready" to OUT_FD, waits for a byte on GO_FD (the test sets up what
  * watches the calls), makes the calls and exits 0.
  */
-#include <elf.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
+#include "lib/map_elf.h"
 #include "sframe_libs.h"
 #include "sframe_syscall.h"
 
 #define NOINLINE __attribute__((noinline))
 #define MAX_LIBS 64
-#define PAGE 4096UL
 
 static struct sf_hop hops[MAX_LIBS + 2];
 
@@ -48,59 +45,6 @@ NOINLINE long sf_libs_leaf(const struct sf_hop *h, long n)
 	return pad[0] + pad[19];
 }
 
-/* Map path's PT_LOAD segments; its entry point, or NULL. */
-static void *load(const char *path, unsigned long *text, unsigned long *end)
-{
-	Elf64_Phdr ph[16];
-	unsigned long lo = -1UL, hi = 0;
-	Elf64_Ehdr eh;
-	char *base;
-	int fd, i;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_phnum > 16 ||
-	    pread(fd, ph, eh.e_phnum * sizeof(ph[0]), eh.e_phoff) !=
-		    (ssize_t)(eh.e_phnum * sizeof(ph[0])))
-		return NULL;
-	for (i = 0; i < eh.e_phnum; i++) {
-		if (ph[i].p_type != PT_LOAD)
-			continue;
-		if ((ph[i].p_vaddr & -PAGE) < lo)
-			lo = ph[i].p_vaddr & -PAGE;
-		if (ph[i].p_vaddr + ph[i].p_memsz > hi)
-			hi = ph[i].p_vaddr + ph[i].p_memsz;
-	}
-	if (lo >= hi)
-		return NULL;
-	/* Reserve the whole span, then map each segment over it */
-	base = mmap(NULL, hi - lo, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-		    0);
-	if (base == MAP_FAILED)
-		return NULL;
-	base -= lo;
-	for (i = 0; i < eh.e_phnum; i++) {
-		unsigned long start = ph[i].p_vaddr & -PAGE;
-		unsigned long len = ph[i].p_vaddr + ph[i].p_filesz - start;
-		int prot = 0;
-
-		if (ph[i].p_type != PT_LOAD)
-			continue;
-		prot |= ph[i].p_flags & PF_R ? PROT_READ : 0;
-		prot |= ph[i].p_flags & PF_W ? PROT_WRITE : 0;
-		prot |= ph[i].p_flags & PF_X ? PROT_EXEC : 0;
-		if (mmap(base + start, len, prot, MAP_PRIVATE | MAP_FIXED, fd,
-			 ph[i].p_offset & -PAGE) == MAP_FAILED)
-			return NULL;
-		if (prot & PROT_EXEC) {
-			*text = (unsigned long)base + start;
-			*end = *text + ((len + PAGE - 1) & -PAGE);
-		}
-	}
-	close(fd);
-	return base + eh.e_entry;
-}
-
 int main(int argc, char **argv)
 {
 	int go, out, nlibs, i;
@@ -114,8 +58,10 @@ int main(int argc, char **argv)
 	n = atol(argv[3]);
 	nlibs = argc - 4;
 	for (i = 0; i < nlibs; i++) {
-		unsigned long text = 0, end = 0;
-		void *entry = load(argv[4 + i], &text, &end);
+		unsigned long text = 0, end = 0, len;
+		void *span, *entry;
+
+		entry = map_elf(argv[4 + i], &text, &end, &span, &len);
 
 		if (!entry || !text)
 			return 3;

@@ -1,0 +1,138 @@
+"""make overhead, the host side: what sampling costs real programs
+(selftests/realstacks/overhead.sh's lines), per program and rate, in
+place against deferred.
+
+    python3 -m ci.judge.overhead RUN_DIR      a guest run (make overhead)
+    python3 -m ci.judge.overhead --results FILE [--out DIR]
+
+Prints the table (medians over the repetitions: each mode's run time
+over the unprofiled one's, samples, perf.data bytes per sample, and
+deferred's time over in place's) and writes it to summary.txt in the
+run directory (or --out). Exit 0: every run made; 1: a run failed or the
+run cannot be trusted (the guest's checks, ci/judge/vmtest/rundir.py);
+2: usage. The times are the measurement, never judged.
+"""
+import argparse
+import os
+import sys
+
+from ci.judge.vmtest.tagged_lines import fields
+
+TAG = "# realstacks-overhead:"
+
+
+def parse(text):
+    """(start fields or None, [run fields], ended, [errors]) of the
+    runner's output."""
+    start, runs, ended, errors = None, [], False, []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("# realstacks-start:"):
+            start = fields(line[2:])  # the tag word first, as fields wants
+        elif line.startswith(TAG):
+            runs.append(fields(line[2:]))
+        elif line.startswith("# realstacks-end:"):
+            ended = True
+        elif line.startswith("# realstacks-error:"):
+            errors.append(line.split(":", 1)[1].strip())
+    return start, runs, ended, errors
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if xs else None
+
+
+def summarize(runs):
+    """Per program: {(mode, hz): {"cs", "samples", "bytes_per_sample"}}
+    medians, the unprofiled run's under ("none", 0)."""
+    groups = {}
+    for r in runs:
+        if r["record"] != 0 or r["cs"] < 0:
+            continue
+        groups.setdefault(r["program"], {}).setdefault(
+            (r["mode"], r["hz"]), []).append(r)
+    out = {}
+    for prog, by in groups.items():
+        out[prog] = {}
+        for key, rs in by.items():
+            m = {"cs": median([r["cs"] for r in rs]), "n": len(rs)}
+            if key[0] != "none":
+                m["samples"] = median([r["samples"] for r in rs])
+                m["bytes_per_sample"] = median(
+                    [r["bytes"] / r["samples"] for r in rs if r["samples"]])
+            out[prog][key] = m
+    return out
+
+
+def table(summary):
+    """The lines of the table."""
+    lines = ["program  rate    | unprofiled | in place: time  samples  "
+             "B/sample | deferred: time  samples  B/sample | deferred/in "
+             "place"]
+    for prog in sorted(summary):
+        s = summary[prog]
+        base = s.get(("none", 0), {}).get("cs")
+        for hz in sorted({hz for (_, hz) in s if hz}):
+            i, d = s.get(("inplace", hz)), s.get(("deferred", hz))
+            if not base or not i or not d:
+                continue
+            lines.append(
+                f"{prog:8} {hz // 1000:>2} kHz  | {base / 100:8.2f} s | "
+                f"{i['cs'] / base:13.3f} {i['samples']:8} "
+                f"{i['bytes_per_sample']:9.0f} | {d['cs'] / base:13.3f} "
+                f"{d['samples']:8} {d['bytes_per_sample']:9.0f} | "
+                f"{d['cs'] / i['cs']:17.3f}")
+    return lines
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run_dir", nargs="?")
+    ap.add_argument("--results")
+    ap.add_argument("--out")
+    a = ap.parse_args(argv)
+    problems = []
+    if a.results:
+        text = open(a.results, errors="replace").read()
+        out = a.out or os.path.dirname(os.path.abspath(a.results))
+    elif a.run_dir:
+        from ci.judge.vmtest import rundir
+        try:
+            run = rundir.load(a.run_dir, need_results=True)
+        except rundir.NoRun as e:
+            print(f"error: {e} missing: run 'make overhead'",
+                  file=sys.stderr)
+            return 2
+        text, out = run.results, a.out or a.run_dir
+        problems += run.problems()
+    else:
+        ap.error("give RUN_DIR or --results FILE")
+    start, runs, ended, errors = parse(text)
+    problems += errors
+    if start is None:
+        problems.append("the runner never started (no realstacks-start "
+                        "line)")
+    elif not ended:
+        problems.append("the runner did not finish (no realstacks-end "
+                        "line)")
+    problems += [f"{r['program']} {r['mode']} {r['hz']} Hz rep {r['rep']}: "
+                 f"perf record exited {r['record']}" for r in runs
+                 if r["record"] != 0]
+    summary = summarize(runs)
+    head = (f"overhead: kernel {(start or {}).get('kernel', '?')}, "
+            f"{(start or {}).get('reps', '?')} repetitions (medians); "
+            "times are TCG's: only ratios count; time = the program's "
+            "wall time over its unprofiled one")
+    lines = [head] + table(summary)
+    print("\n".join(lines))
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "summary.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    for p in problems:
+        print(f"overhead: FAIL: {p}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

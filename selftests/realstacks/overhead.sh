@@ -1,0 +1,121 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# make overhead's guest runner (run.sh overhead [REPS]; packed beside
+# run.sh as /realstacks/overhead.sh): what sampling costs real programs.
+# Each program's fixed workload (run.sh's) runs in its frame-pointer
+# build, repeated to a few seconds, unprofiled and under perf record on
+# cpu-clock at 1 kHz and 10 kHz, user callchains walked in place
+# (--call-graph fp) or deferred (--call-graph fp,defer); repetitions
+# outermost, so that drift hits every mode alike. One line per run:
+#
+#   # realstacks-overhead: program=P rep=R mode=M hz=F loops=L cs=T
+#     samples=S bytes=B record=RC
+#
+# T the run's wall time in centiseconds (/proc/uptime: busybox's date
+# has no nanoseconds; a run lasts seconds), S perf report --stats'
+# PERF_RECORD_SAMPLE count, B the perf.data file's size (every record
+# and the header's features: the same in both modes but for the
+# callchains and the deferred records). The host (ci/judge/overhead.py)
+# divides; nothing here is judged.
+#
+#   overhead.sh loop N PROGRAM COMMAND...   the workload N times
+RS=${RS:-$(cd "$(dirname "$0")" && pwd)}
+PERF=${PERF:-/bin/perf}
+W=${W:-/tmp/overhead}
+PROGRAMS=${OVERHEAD_PROGRAMS:-"xz gzip sqlite3"}
+# A run's length, unprofiled (centiseconds)
+TARGET_CS=${OVERHEAD_TARGET_CS:-300}
+bb() { # a busybox applet whatever the PATH holds
+	if command -v busybox >/dev/null 2>&1; then busybox "$@"; else "$@"; fi
+}
+
+now_cs() {
+	read -r up _ </proc/uptime
+	echo "${up%.*}${up#*.}"
+}
+
+# The workload N times, its wall time (centiseconds) into the file
+# OVERHEAD_TIME: the program's time, not perf's start and finish
+if [ "${1:-}" = loop ]; then
+	n=$2 prog=$3
+	shift 3
+	t0=$(now_cs)
+	while [ "$n" -gt 0 ]; do
+		/bin/sh "$RS/run.sh" workload "$prog" "$@" || exit 1
+		n=$((n - 1))
+	done
+	echo $(($(now_cs) - t0)) >"$OVERHEAD_TIME"
+	exit 0
+fi
+
+reps=${1:-3}
+case $reps in '' | *[!0-9]*) echo "# realstacks-error: overhead REPS '$reps' is not a number"; exit 2 ;; esac
+
+# time_run PROG LOOPS MODE HZ: the workload under MODE, one line
+time_run() {
+	prog=$1 loops=$2 mode=$3 hz=$4
+	dir=$W/$prog-$mode-$hz
+	rm -rf "$dir"
+	mkdir -p "$dir/work"
+	cmd="$RS/lib/ld-linux-x86-64.so.2 --library-path $RS/lib $RS/fp/$prog"
+	rc=0 samples=0 bytes=0
+	export OVERHEAD_TIME=$dir/time
+	case $mode in
+	none)
+		# shellcheck disable=SC2086
+		(cd "$dir/work" && /bin/sh "$RS/overhead.sh" loop "$loops" "$prog" $cmd) \
+			>/dev/null 2>"$dir/err" || rc=$?
+		;;
+	*)
+		cg=fp
+		[ "$mode" = deferred ] && cg=fp,defer
+		# shellcheck disable=SC2086
+		(cd "$dir/work" && "$PERF" record -q -B -e cpu-clock -c $((1000000000 / hz)) \
+			--call-graph "$cg" -m 2M -o "$dir/perf.data" \
+			-- /bin/sh "$RS/overhead.sh" loop "$loops" "$prog" $cmd) \
+			>/dev/null 2>"$dir/err" || rc=$?
+		;;
+	esac
+	cs=$(cat "$dir/time" 2>/dev/null) || { cs=-1; [ "$rc" != 0 ] || rc=1; }
+	if [ "$mode" != none ]; then
+		samples=$("$PERF" report --stats -i "$dir/perf.data" 2>/dev/null |
+			bb awk '$1 == "SAMPLE" && $2 == "events:" { print $3; exit }')
+		bytes=$(bb wc -c <"$dir/perf.data")
+	fi
+	echo "# realstacks-overhead: program=$prog rep=$rep mode=$mode hz=$hz loops=$loops cs=$cs samples=${samples:-0} bytes=$bytes record=$rc"
+	[ "$rc" = 0 ] || bb sed 's/^/# overhead-err: /' "$dir/err" | bb head -5
+	rm -rf "$dir"
+	return "$rc"
+}
+
+echo "# realstacks-start: kernel=$(uname -r) plan=overhead reps=$reps"
+echo "# realstacks-perf: $("$PERF" --version 2>&1 | head -1)"
+status=0
+loops_of=
+for prog in $PROGRAMS; do
+	# How many workloads make TARGET_CS: unprofiled ones, until a
+	# tenth of it has passed
+	dir=$W/calibrate
+	rm -rf "$dir" && mkdir -p "$dir"
+	n=0 t=0 t0=$(now_cs)
+	while [ $((t * 10)) -lt "$TARGET_CS" ]; do
+		(cd "$dir" && /bin/sh "$RS/run.sh" workload "$prog" \
+			"$RS/lib/ld-linux-x86-64.so.2" --library-path "$RS/lib" "$RS/fp/$prog") \
+			>/dev/null 2>&1 || { echo "# realstacks-error: $prog's workload failed"; exit 1; }
+		n=$((n + 1)) t=$(($(now_cs) - t0))
+	done
+	loops=$(((TARGET_CS * n + t - 1) / t))
+	echo "# realstacks-overhead-calibrate: program=$prog runs=$n cs=$t loops=$loops"
+	loops_of="$loops_of $prog=$loops"
+done
+for rep in $(bb seq 1 "$reps"); do
+	for pl in $loops_of; do
+		prog=${pl%=*} loops=${pl#*=}
+		for run in none:0 inplace:1000 deferred:1000 inplace:10000 deferred:10000; do
+			time_run "$prog" "$loops" "${run%:*}" "${run#*:}" || status=1
+		done
+	done
+done
+echo "# realstacks-end: overhead"
+exit $status

@@ -1,0 +1,55 @@
+"""make overhead's host side (ci/judge/overhead.py): the runner's lines
+read, the medians and ratios, a failed run failing. Times are never
+asserted of a real run: these are the judge's own arithmetic."""
+from ci.judge import overhead
+
+
+def lines(runs, end=True):
+    out = ["# realstacks-start: kernel=6.12.0 plan=overhead reps=3"]
+    for prog, rep, mode, hz, cs, samples, nbytes, rc in runs:
+        out.append(f"# realstacks-overhead: program={prog} rep={rep} "
+                   f"mode={mode} hz={hz} loops=4 cs={cs} "
+                   f"samples={samples} bytes={nbytes} record={rc}")
+    if end:
+        out.append("# realstacks-end: overhead")
+    return "\n".join(out) + "\n"
+
+
+RUNS = [("xz", rep, mode, hz, cs, samples, nbytes, 0)
+        for rep, cs_add in ((1, 0), (2, 10), (3, -10))
+        for mode, hz, cs, samples, nbytes in (
+            ("none", 0, 200, 0, 0),
+            ("inplace", 1000, 210, 2000, 600000),
+            ("deferred", 1000, 205, 2000, 500000),
+            ("inplace", 10000, 260, 20000, 4000000),
+            ("deferred", 10000, 240, 20000, 3000000))
+        for cs in (cs + cs_add,)]
+
+
+def test_medians_and_ratios_per_program_and_rate(tmp_path, capsys):
+    res = tmp_path / "results.log"
+    res.write_text(lines(RUNS))
+    assert overhead.main(["--results", str(res)]) == 0
+    out = capsys.readouterr().out
+    rows = [l for l in out.splitlines() if l.startswith("xz")]
+    assert len(rows) == 2
+    # 1 kHz: 210/200 in place, 205/200 deferred, 205/210 between them;
+    # 300 and 250 bytes per sample
+    assert rows[0].split() == ["xz", "1", "kHz", "|", "2.00", "s", "|",
+                               "1.050", "2000", "300", "|", "1.025",
+                               "2000", "250", "|", "0.976"]
+    assert rows[1].split()[-1] == f"{240 / 260:.3f}"
+    assert (tmp_path / "summary.txt").read_text().splitlines()[1:] == \
+        out.splitlines()[1:4]
+
+
+def test_a_failed_or_unfinished_run_fails(tmp_path, capsys):
+    bad = list(RUNS)
+    bad[1] = bad[1][:7] + (1,)
+    res = tmp_path / "results.log"
+    res.write_text(lines(bad))
+    assert overhead.main(["--results", str(res)]) == 1
+    assert "perf record exited 1" in capsys.readouterr().out
+    res.write_text(lines(RUNS, end=False))
+    assert overhead.main(["--results", str(res)]) == 1
+    assert "did not finish" in capsys.readouterr().out
