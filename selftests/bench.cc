@@ -45,7 +45,9 @@
  * every frame but the first returns to one address. The libs workloads
  * read below a stack of distinct functions, each in another library
  * than its caller (bench_chain.h): libs with frame pointers, libs-sf
- * with .sframe, the tables of a real library's size.
+ * with .sframe, the tables of a real library's size; each entry's stack
+ * that of the entry before (warm), or of other functions (the -cold
+ * ones: what the kernel kept of earlier walks does not help).
  *
  * A mode the kernel lacks prints status=unsupported with the errno.
  *
@@ -114,6 +116,7 @@ struct Workload {
 	bool timed = false;  /* walktime mode runs too (single thread) */
 	int chain = 0;	     /* bench_chain libraries (kChainFp, kChainSf) */
 	int pad = 0;	     /* SFrame library copies mapped before the run */
+	bool cold = false;   /* chain: another variant at every entry */
 };
 
 /* The chain workloads' libraries, by kind: fp, sf (CMakeLists.txt) */
@@ -143,9 +146,14 @@ const Workload kLibs = { "libs", Kind::Long, BENCH_CHAIN_FUNCS, 8 << 20,
 			 false, false, true, kChainFp };
 const Workload kLibsSf = { "libs-sf", Kind::Long, BENCH_CHAIN_FUNCS, 8 << 20,
 			   false, true, true, kChainSf };
-/* The same with the mm's SFrame table at its cap (8192 text ranges) */
+const Workload kLibsCold = { "libs-cold", Kind::Long, BENCH_CHAIN_FUNCS,
+			     8 << 20, false, false, true, kChainFp, 0, true };
+const Workload kLibsSfCold = { "libs-sf-cold", Kind::Long, BENCH_CHAIN_FUNCS,
+			       8 << 20, false, true, true, kChainSf, 0, true };
+/* Cold, with the mm's SFrame table at its cap (8192 text ranges) */
 const Workload kLibsSfCap = { "libs-sf-cap", Kind::Long, BENCH_CHAIN_FUNCS,
-			      8 << 20, false, true, true, kChainSf, 8192 };
+			      8 << 20, false, true, true, kChainSf, 8192,
+			      true };
 const Workload kShort = { "short", Kind::Short, 16, 4096, false };
 const Workload kCpu = { "cpu", Kind::Cpu, 16, 0, false };
 const Workload kCpuDeep = { "cpu-deep", Kind::Cpu, 128, 0, false };
@@ -161,8 +169,9 @@ Plan plan_for(const std::string &name)
 		return { {}, {}, 5, 0, 0 };
 	/* The SFrame walk on distinct functions, against frame pointers */
 	if (name == "libs")
-		return { { kLong, kLongSf, kLibs, kLibsSf, kLibsSfCap }, { 1 },
-			 3, 0.15, 250000 };
+		return { { kLong, kLongSf, kLibs, kLibsSf, kLibsCold,
+			   kLibsSfCold, kLibsSfCap },
+			 { 1 }, 3, 0.15, 250000 };
 	if (name == "quick")
 		return { { kLong, kLongDeep, kLongSf, kLongDeepSf, kLibs,
 			   kLibsSf, kCpu, kPerCpu },
@@ -197,6 +206,7 @@ struct Shared {
 	int sframe;
 	int chain;
 	int pad;
+	int cold;
 	int depth;
 	int threads;
 };
@@ -296,14 +306,18 @@ int map_copies(int kind, int n)
 __attribute__((noinline)) long recurse(Shared *sh, bool dry)
 {
 	if (sh->chain) {
-		bench_chain c = chains[sh->chain];
+		/* The dry run: every variant once, reading nothing */
+		thread_local bench_chain c; /* 6 KiB: not on the stack */
+		c = chains[sh->chain];
 		c.fd = zero_fd;
 		c.buf = buf;
-		c.chunk = sh->chunk;
-		c.n = dry ? 0 : sh->iterations;
+		c.chunk = dry ? 0 : sh->chunk;
+		c.n = dry ? BENCH_CHAIN_VARIANTS : sh->iterations;
+		c.cold = dry || sh->cold;
 		c.magic = kTagMagic;
-		long r = c.fn[0](&c, 0);
-		sh->entries_made += c.n;
+		long r = c.run(&c);
+		if (!dry)
+			sh->entries_made += c.n;
 		return r;
 	}
 	if (!sh->sframe)
@@ -691,6 +705,7 @@ Result run_one(const Plan &p, const Workload &w, int k,
 	sh->sframe = w.sframe;
 	sh->chain = w.chain;
 	sh->pad = w.pad;
+	sh->cold = w.cold;
 	sh->chunk = w.chunk;
 	sh->iterations = iterations;
 	int ncpu = session::online_cpus().size();
@@ -950,12 +965,19 @@ bool load_chain(int kind, std::string *why)
 		}
 		((bench_chain_entry)entry)(c);
 	}
-	for (int i = 0; i <= BENCH_CHAIN_FUNCS; i++)
-		if (!c->fn[i]) {
-			*why = std::string(kChainKinds[kind]) +
-			       " chain: no function at " + std::to_string(i);
-			return false;
-		}
+	for (int v = 0; v < BENCH_CHAIN_VARIANTS; v++)
+		for (int i = 0; i <= BENCH_CHAIN_FUNCS; i++)
+			if (!c->fn[v][i]) {
+				*why = std::string(kChainKinds[kind]) +
+				       " chain " + std::to_string(v) +
+				       ": no function at " +
+				       std::to_string(i);
+				return false;
+			}
+	if (!c->run) {
+		*why = std::string(kChainKinds[kind]) + " chain: no loop";
+		return false;
+	}
 	return true;
 }
 
@@ -1088,7 +1110,7 @@ int main(int argc, char **argv)
 	}
 	for (const Workload &w : p.workloads) {
 		std::string why;
-		if (w.chain && !chains[w.chain].fn[0] &&
+		if (w.chain && !chains[w.chain].run &&
 		    !load_chain(w.chain, &why)) {
 			std::replace(why.begin(), why.end(), ' ', '_');
 			printf("bench-end runs=0 errors=1 reason=%s\n",

@@ -112,30 +112,36 @@ def chain_costs(rows):
     """The libs workloads (a stack of distinct functions, each in another
     library than its caller): the walk's cost per frame against the
     shallow workload of the same unwind information, frame pointers
-    against SFrame; and the SFrame walk with the mm's table at its cap.
-    The shallow SFrame workload's frames return to one address (its row
-    kept from frame to frame), so the SFrame figure charges each
-    distinct frame with a little more than its own cost."""
+    against SFrame, warm (every entry's stack the entry before's) and
+    cold (the -cold twins: other functions at every entry); and the cold
+    SFrame walk with the mm's table at its cap. The shallow SFrame
+    workload's frames return to one address (its row kept from frame to
+    frame), so the SFrame figure charges each distinct frame with a
+    little more than its own cost."""
     by = {(r["workload"], r["events"], r["k"]): r for r in rows}
     out = []
     for (name, ev, k), r in by.items():
-        if name != "libs":
+        if name not in ("libs", "libs-cold"):
             continue
+        suffix = name[len("libs"):]
         fp = per_frame(by.get(("long", ev, k), {}), r)
         sf = per_frame(by.get(("long-sf", ev, k), {}),
-                       by.get(("libs-sf", ev, k), {}))
+                       by.get(("libs-sf" + suffix, ev, k), {}))
         if fp is None or sf is None:
             continue
         out.append(f"deferred walk per frame, {r['depth']} distinct "
-                   f"functions in 8 libraries: {fp:.0f} ns with frame "
+                   f"functions in 8 libraries, "
+                   f"{'cold' if suffix else 'warm'}: {fp:.0f} ns with frame "
                    f"pointers, {sf:.0f} ns with SFrame: SFrame/FP "
                    f"{sf / fp:.2f}")
+        if not suffix:
+            continue
         cap = by.get(("libs-sf-cap", ev, k), {}).get(TIMED, {})
-        free = by.get(("libs-sf", ev, k), {}).get(TIMED, {})
+        free = by.get(("libs-sf-cold", ev, k), {}).get(TIMED, {})
         if "walk_ns" in cap and "walk_ns" in free:
             out.append(f"deferred walk, {r['depth']} distinct functions "
-                       f"with SFrame, the mm's table at its cap (8192 "
-                       f"ranges): {cap['walk_ns']:.0f} ns against "
+                       f"with SFrame, cold, the mm's table at its cap "
+                       f"(8192 ranges): {cap['walk_ns']:.0f} ns against "
                        f"{free['walk_ns']:.0f} ns: "
                        f"{(cap['walk_ns'] - free['walk_ns']) / cap['user_frames']:+.0f} "
                        "ns per frame")
