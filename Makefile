@@ -187,7 +187,7 @@ verdict: ## judge a saved run again without booting: make verdict RUN=DIR
 	@bash ci/judge/verdict.sh "$(RUN)"
 
 bench: kernel initramfs ## what deferral saves and costs, one guest run: table, CSV/JSON, plot (BENCH=quick|full|libs|maps|exitpath)
-	@bash ci/judge/bench.sh "$(KOBJ)" "$(INITRD)" "$(OUT)/bench$(ASFX)" "$(BENCH_SMP)" "$(BENCH)"
+	@bash ci/judge/bench.sh "$(KOBJ)" "$(INITRD)" "$(OUT)/bench$(ASFX)$(if $(filter-out full,$(BENCH)),-$(BENCH))" "$(BENCH_SMP)" "$(BENCH)"
 
 realprograms: deps toolchains ## fetch and build make realstacks' programs (Debian's xz, gzip, sqlite3: as packaged, with frame pointers, with SFrame) into build/realstacks
 	@bash ci/build/realprograms.sh $(REALSTACKS_OUT)
