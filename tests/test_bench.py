@@ -19,6 +19,7 @@ BASE = os.path.join(DATA, "base")
 NOSFRAME = os.path.join(DATA, "nosframe")
 ARM64 = os.path.join(DATA, "arm64")
 ARM64_FULL = os.path.join(DATA, "arm64-full")
+LIBS = os.path.join(DATA, "libs")
 
 
 def load(run):
@@ -276,6 +277,27 @@ def test_summary_compares_the_walk_both_ways(tmp_path):
         with open(os.path.join(dst, "summary.csv")) as f:
             header = f.readline()
         assert "walktime_walk_ns" in header and "unwind" in header
+
+
+def test_summary_gives_the_walk_on_distinct_functions(tmp_path):
+    """BENCH=libs: per frame against the shallow workload of the same
+    unwind information, warm and cold, and the cap; every walk of the
+    chain workloads finds all 96 functions and more (main's), both ways."""
+    rows = timed_rows(LIBS)
+    for name in ("libs", "libs-sf", "libs-cold", "libs-sf-cold",
+                 "libs-sf-cap"):
+        assert rows[name]["deferred"]["user_frames"] > 96, name
+    dst = copy(LIBS, tmp_path)
+    assert bench.main([dst, "--no-plot"]) == 0
+    with open(os.path.join(dst, "summary.txt")) as f:
+        lines = f.read().splitlines()
+    warm = [l for l in lines if "8 libraries, warm" in l]
+    cold = [l for l in lines if "8 libraries, cold" in l]
+    cap = [l for l in lines if "at its cap" in l]
+    assert len(warm) == len(cold) == len(cap) == 1
+    # The recursion line leaves the chain workloads out
+    assert [l for l in lines if l.startswith(
+        "deferred walk per frame, a recursion")] == []
 
 
 def test_table_shows_the_walk_time_of_timed_rows_only():
