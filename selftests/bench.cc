@@ -931,13 +931,9 @@ void exit_path(int rep)
 /* The directory of the running program: the libraries are beside it. */
 std::string own_dir()
 {
-	char path[4096];
-	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-	if (n <= 0)
-		return ".";
-	path[n] = 0;
-	std::string s = path;
-	return s.substr(0, s.rfind('/'));
+	std::string s = work::self_path();
+	size_t slash = s.rfind('/');
+	return slash == std::string::npos ? "." : s.substr(0, slash);
 }
 
 std::string chain_lib(int kind, int i)
