@@ -53,3 +53,22 @@ def test_a_failed_or_unfinished_run_fails(tmp_path, capsys):
     res.write_text(lines(RUNS, end=False))
     assert overhead.main(["--results", str(res)]) == 1
     assert "did not finish" in capsys.readouterr().out
+
+
+def test_a_real_guest_run(tmp_path, capsys):
+    """make overhead's run of 2026-11-30 (tests/data/overhead): every
+    program at both rates, both ways, three repetitions, every run made
+    and each profiled one with samples."""
+    import os
+    res = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
+                       "overhead", "results.log")
+    start, runs, ended, errors = overhead.parse(open(res).read())
+    assert start["reps"] == 3 and ended and not errors
+    assert len(runs) == 3 * 3 * 5
+    assert all(r["record"] == 0 and r["cs"] > 0 for r in runs)
+    assert all(r["samples"] > 0 for r in runs if r["mode"] != "none")
+    assert overhead.main(["--results", res, "--out", str(tmp_path)]) == 0
+    rows = [l.split()[:3] for l in capsys.readouterr().out.splitlines()
+            if l.split()[:1] in (["gzip"], ["sqlite3"], ["xz"])]
+    assert rows == [[p, r, "kHz"] for p in ("gzip", "sqlite3", "xz")
+                    for r in ("1", "10")]
