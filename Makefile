@@ -9,8 +9,9 @@ PYTEST     := $(PYTHON) -m pytest
 # The harness's Python is one package, ci (python3 -m ci.guest.arch ...).
 export PYTHONPATH := $(ROOT)$(if $(PYTHONPATH),:$(PYTHONPATH))
 # Which guest kernel: normal (base + feature), debug (+ KASAN, lockdep,
-# atomic-sleep checks), rt and rt-debug (the same on PREEMPT_RT), stress
-# (debug + kmemleak, for make stress), kcsan (KCSAN + kmemleak, for make
+# atomic-sleep checks; kmemleak built in, off), rt and rt-debug (the same on
+# PREEMPT_RT), stress (the debug kernel booted with kmemleak on, for make
+# stress), kcsan (KCSAN + kmemleak, for make
 # stress-kcsan) or nounwind (the series without UNWIND_USER): the table in
 # ci/build/configs.py.
 CONFIG     ?= normal
@@ -50,7 +51,8 @@ endif
 # Everything built for one tree lives under build/out/<tree>/, so runs
 # against different trees never share a file.
 OUT        := $(BUILD)/out/$(TREE_ID)
-KOBJ       := $(OUT)/kobj$(ASFX)-$(CONFIG)
+# CONFIG=stress boots the debug kernel (kmemleak on at boot): kobj-debug.
+KOBJ       := $(OUT)/kobj$(ASFX)-$(CONFIG_KERNEL)
 # ci/build/kconfig.py's arguments: the configuration's fragments come from
 # the table. KCONFIG_OFF="A B": options turned off after every fragment
 # (without CONFIG_), e.g. a series KUnit suite that does not build on an

@@ -92,12 +92,25 @@ def test_vm_py_refuses_unknown_arch(tmp_path):
     assert rc == 2
 
 
-def arm64_command(tmp_path):
+def arm64_command(tmp_path, stress=0):
     arch = guest_arch.load("arm64")
     a = argparse.Namespace(smp=2, mem="2G", kernel="Image", initrd="i.cpio",
                            out=str(tmp_path), jobs=2, filter="", bench="",
-                           stress=0, stress_args="")
+                           stress=stress, stress_args="")
     return vm.command(a, arch.QEMU, arch.TCG_ARGS, arch)
+
+
+def test_only_the_stress_boot_switches_kmemleak_on(tmp_path):
+    """The debug kernels build kmemleak in, off (stress.config): make
+    stress's boot turns it on, a vmtest boot leaves it off; init fails a
+    stress run whose kmemleak is off ("unavailable")."""
+    append = arm64_command(tmp_path, stress=30)
+    append = append[append.index("-append") + 1].split()
+    assert "kmemleak=on" in append and "vmtest.stress=30" in append
+    append = arm64_command(tmp_path)
+    assert "kmemleak=on" not in append[append.index("-append") + 1].split()
+    init = open(os.path.join(ROOT, "ci", "guest", "init")).read()
+    assert "echo stack=on >$km; } 2>/dev/null || km=" in init
 
 
 def test_arm64_guest_is_virt_gicv3_cpu_max_with_pseudo_nmis(tmp_path):

@@ -118,9 +118,31 @@ def test_the_table_names_only_fragments_that_exist_for_every_arch():
                 assert mode == arch.load(name).SERIES_MODE
                 assert configs.fragments(config, name, True)[
                     frags.index(mode)] == "--series-if-possible"
-    assert configs.extra("debug") == ["ci/guest/config/debug-checks.config"]
+    assert configs.extra("debug") == ["ci/guest/config/debug-checks.config",
+                                      "ci/guest/config/stress.config"]
     assert "ci/guest/config/series.config" not in \
         configs.fragments("nounwind", "x86_64")
+
+
+def test_stress_boots_the_debug_kernel_which_has_kmemleak_off():
+    """make stress boots the debug kernel (one kobj, one build in make
+    check); kmemleak is built in but off until the stress boot's
+    kmemleak=on (ci/guest/vm.py), so the debug guest runs without it."""
+    from ci.build import configs
+    for stress, kernel in (("stress", "debug"), ("stress-rt", "rt-debug")):
+        assert configs.kernel_of(stress) == kernel
+        for name in ("x86_64", "arm64"):
+            assert configs.fragments(stress, name) == \
+                configs.fragments(kernel, name)
+            assert f"CONFIG_KERNEL := {kernel}" in \
+                configs.make_vars(name, stress)
+        assert "ci/guest/config/stress.config" in \
+            configs.fragments(kernel, "x86_64")
+    assert "CONFIG_KERNEL := debug" in configs.make_vars("x86_64", "debug")
+    assert configs.kernel_of("normal") == "normal"
+    opts = kconfig.parse(open(os.path.join(QEMU_CONFIG, "stress.config"))
+                         .read().splitlines())
+    assert opts["CONFIG_DEBUG_KMEMLEAK_DEFAULT_OFF"] == "y"
 
 
 def test_base_lines_switch_modules_off_and_read_xz(tmp_path):

@@ -28,20 +28,23 @@ SERIES = "series.config"
 # the architecture's own fragment and kunit-at-boot.config.
 CONFIGS = {
     "normal": (["{series}"], 600, "base + the series"),
-    "debug": (["{series}", "debug-checks.config"], 1500,
-              "+ KASAN, lockdep, atomic-sleep checks"),
-    "stress": (["{series}", "debug-checks.config", "stress.config"], 600,
-               "debug + kmemleak, for make stress"),
-    "stress-rt": (["{series}", "debug-checks.config", "stress.config",
-                   "rt.config"], 600, "stress on PREEMPT_RT, for make "
-                  "stress-rt"),
+    # stress.config's kmemleak is built in but off unless the command line
+    # says kmemleak=on, which only make stress's boots do: the debug
+    # kernel is also the stress kernel (one build less in make check).
+    "debug": (["{series}", "debug-checks.config", "stress.config"], 1500,
+              "+ KASAN, lockdep, atomic-sleep checks; kmemleak built in"),
+    "stress": ([], 600, "the debug kernel booted with kmemleak on, for "
+               "make stress"),
+    "stress-rt": ([], 600, "the rt-debug kernel booted with kmemleak on, for "
+                  "make stress-rt"),
     "kcsan": (["{series}", "kcsan.config", "stress.config"], 600,
               "KCSAN + kmemleak, for make stress-kcsan"),
     # The real-time kernel (Debian 13's -rt flavours), and with the debug
     # checks (lockdep finds sleeping locks taken in atomic context).
     "rt": (["{series}", "rt.config"], 600, "base + the series, PREEMPT_RT"),
-    "rt-debug": (["{series}", "debug-checks.config", "rt.config"], 1500,
-                 "rt + KASAN, lockdep, atomic-sleep checks"),
+    "rt-debug": (["{series}", "debug-checks.config", "stress.config",
+                  "rt.config"], 1500,
+                 "rt + KASAN, lockdep, atomic-sleep checks; kmemleak built in"),
     # Instead of series.config: the series without the user unwinder.
     "nounwind": (["nounwind.config"], 600,
                  "the series without UNWIND_USER"),
@@ -53,6 +56,16 @@ CONFIGS = {
                   "Debian's own -rt configuration, built-in part, + the "
                   "series"),
 }
+
+# CONFIG= -> the configuration whose kernel (and kobj directory) it boots:
+# make stress runs the debug kernel with kmemleak switched on at boot.
+KERNEL_OF = {"stress": "debug", "stress-rt": "rt-debug"}
+
+
+def kernel_of(config):
+    """The configuration whose kernel CONFIG boots (itself mostly)."""
+    return KERNEL_OF.get(config, config)
+
 
 # CONFIG= -> ARCH= -> the configuration it starts from instead of
 # tinyconfig and guest.config: Debian's, from linux-config-6.12. amd64's
@@ -97,6 +110,7 @@ def fragments(config, arch=None, if_possible=False):
     mod = guest_arch.load(arch)
     mode = "--series-if-possible" if if_possible else mod.SERIES_MODE
     check(config)
+    config = kernel_of(config)
     if config in BASES:
         if mod.NAME not in BASES[config]:
             raise ValueError(f"CONFIG={config}: only for ARCH="
@@ -115,7 +129,9 @@ def fragments(config, arch=None, if_possible=False):
 def extra(config):
     """The fragments CONFIG adds to normal's, as paths."""
     base = set(CONFIGS["normal"][0])
-    return [f"{DIR}/{f}" for f in check(config)[0] if f not in base]
+    check(config)
+    return [f"{DIR}/{f}" for f in CONFIGS[kernel_of(config)][0]
+            if f not in base]
 
 
 def make_vars(arch, config):
@@ -128,6 +144,7 @@ def make_vars(arch, config):
             f"ARCH_CMAKE := {' '.join(mod.CMAKE_ARGS)}",
             f"ARCH_PY := {'yes' if mod.PACK_PYTHON else ''}",
             f"ARCH_SMP := {mod.SMP}",
+            f"CONFIG_KERNEL := {kernel_of(config)}",
             f"CONFIG_VM_TIMEOUT := {timeout}"]
 
 

@@ -8,6 +8,8 @@
 # CHECK_ARM64=0 leaves them out, CHECK_DEBUG=0 both debug runs) -> a
 # short make stress (CHECK_STRESS_S=120 seconds, 0: none). CHECK_SLOW=on
 # runs both debug steps in the slow-host mode (make vmtest SLOW=on).
+# Each guest's kernel is built in the background while the steps before
+# it run (ci/checks/prebuild.sh; CHECK_PREBUILD=0: in its own step).
 # Stops at the first failing step and names it; prints each step's time
 # at the end.
 . "$(dirname "$0")/../lib.sh"
@@ -15,9 +17,54 @@
 cd "$ROOT"
 times=()
 run_kind=$(/usr/bin/python3 -m ci.checks.timings state "$BUILD") # cold, fresh or warm
+stress_s=${CHECK_STRESS_S:-120}
+[[ $stress_s =~ ^[0-9]+$ ]] ||
+	die "CHECK_STRESS_S=$stress_s: give seconds (0 leaves the stress out)"
+
+# The builds ahead of the steps (ci/checks/prebuild.sh): each guest's
+# kernel is built while the steps before it run. CHECK_PREBUILD=0 builds
+# everything in its step, one thing at a time.
+pre=$BUILD/check-prebuild
+bg=
+items=("normal||kernel CONFIG=normal")
+[ "${CHECK_DEBUG:-1}" = 1 ] || [ "$stress_s" -gt 0 ] &&
+	items+=("debug||kernel CONFIG=debug")
+items+=("nounwind||kernel CONFIG=nounwind")
+if [ "${CHECK_ARM64:-1}" = 1 ]; then
+	# arm64's toolchains, perf and upstream perf fetch into what x86's
+	# do (build/sid, the upstream source): after the x86 vmtest step.
+	items+=("arm64|vmtest|initramfs kernel ARCH=arm64 CONFIG=normal")
+	[ "${CHECK_DEBUG:-1}" = 1 ] &&
+		items+=("arm64-debug||kernel ARCH=arm64 CONFIG=debug")
+fi
+start_prebuild() {
+	[ "${CHECK_PREBUILD:-1}" = 1 ] || return 0
+	rm -rf "$pre" && mkdir -p "$pre"
+	setsid bash ci/checks/prebuild.sh "$pre" "${items[@]}" &
+	bg=$!
+	# Whatever ends the check ends the builds ahead of it too.
+	trap 'kill -- -"$bg" 2>/dev/null || true' EXIT
+	trap 'exit 130' INT TERM
+}
+# after ITEM: wait until the background has built ITEM (or has stopped).
+after() {
+	local f=$pre/$1.done t0=$SECONDS rc secs
+	[ -n "$bg" ] || return 0
+	while [ ! -e "$f" ] && kill -0 "$bg" 2>/dev/null; do sleep 2; done
+	if [ -e "$f" ]; then
+		read -r rc secs <"$f"
+		[ "$rc" = 0 ] ||
+			warn "the background build of $1 failed (exit $rc, $pre/$1.log): the step builds it again"
+		log "check: $1 built in the background in $secs s (waited $((SECONDS - t0)) s)"
+	fi
+}
 step() {
 	local name=$1 t0=$SECONDS rc=0
 	shift
+	if [ "$1" = --after ]; then
+		after "$2"
+		shift 2
+	fi
 	log "check: $name"
 	"$@" || rc=$?
 	times+=("$(printf '%-22s %4d s  rc=%d' "$name" $((SECONDS - t0)) "$rc")")
@@ -26,37 +73,36 @@ step() {
 		printf 'check: step "%s" failed (exit %d)\n' "$name" "$rc" >&2
 		exit "$rc"
 	fi
+	[ -z "$bg" ] || touch "$pre/step-$name.done"
 }
 step deps make -s deps
 step tree make -s tree
+start_prebuild
 step perf make -s perf
 step harness-tests make -s test
 step apply-fresh-base make -s apply-fresh
 step checkpatch make -s checkpatch
 step export-current make -s export-check
-step vmtest make -s vmtest CONFIG=normal
+step vmtest --after normal make -s vmtest CONFIG=normal
 step perf-tools-tests make -s test-perf
 if [ "${CHECK_DEBUG:-1}" = 1 ]; then
-	step vmtest-debug make -s vmtest CONFIG=debug SLOW="${CHECK_SLOW:-}"
+	step vmtest-debug --after debug make -s vmtest CONFIG=debug SLOW="${CHECK_SLOW:-}"
 fi
 # The series built without CONFIG_UNWIND_USER: the defer bits are refused.
-step vmtest-nounwind make -s vmtest CONFIG=nounwind FILTER='Abi.*'
+step vmtest-nounwind --after nounwind make -s vmtest CONFIG=nounwind FILTER='Abi.*'
 # The arm64 guest: cross-built kernel, perf and selftests, QEMU's virt
 # machine under TCG with pseudo-NMIs (ci/guest/arm64.py, doc/arm64.md).
 if [ "${CHECK_ARM64:-1}" = 1 ]; then
-	step vmtest-arm64 make -s vmtest ARCH=arm64 CONFIG=normal
+	step vmtest-arm64 --after arm64 make -s vmtest ARCH=arm64 CONFIG=normal
 	if [ "${CHECK_DEBUG:-1}" = 1 ]; then
-		step vmtest-arm64-debug make -s vmtest ARCH=arm64 CONFIG=debug SLOW="${CHECK_SLOW:-}"
+		step vmtest-arm64-debug --after arm64-debug make -s vmtest ARCH=arm64 CONFIG=debug SLOW="${CHECK_SLOW:-}"
 	fi
 fi
-# A short make stress (its own debug + kmemleak kernel): CHECK_STRESS_S
-# seconds of fuzzing and lifecycle storms, 0 to leave it out. The long
-# run is `make stress STRESS_S=600`.
-stress_s=${CHECK_STRESS_S:-120}
-[[ $stress_s =~ ^[0-9]+$ ]] ||
-	die "CHECK_STRESS_S=$stress_s: give seconds (0 leaves the stress out)"
+# A short make stress (the debug kernel, kmemleak switched on at boot):
+# CHECK_STRESS_S seconds of fuzzing and lifecycle storms, 0 to leave it
+# out. The long run is `make stress STRESS_S=600`.
 if [ "$stress_s" -gt 0 ]; then
-	step stress-short make -s stress STRESS_S="$stress_s"
+	step stress-short --after debug make -s stress STRESS_S="$stress_s"
 fi
 log "check: all steps passed"
 printf '%s\n' "${times[@]}"

@@ -148,7 +148,9 @@ def command(a, qemu, accel_args, arch):
     if a.bench:
         append += f" vmtest.bench={a.bench}"
     if a.stress:
-        append += f" vmtest.stress={a.stress}"
+        # The debug kernels build kmemleak in but leave it off
+        # (stress.config): the stress run is the one that wants it.
+        append += f" vmtest.stress={a.stress} kmemleak=on"
     if a.stress_args:
         append += f" vmtest.stress_args={a.stress_args}"
     if getattr(a, "realstacks", ""):

@@ -197,7 +197,8 @@ def problems(parsed, run):
             out.append("no kmemleak verdict from init")
     elif km == "unavailable":
         out.append("kmemleak unavailable (/sys/kernel/debug/kmemleak): "
-                   "not the stress kernel (make stress builds it)")
+                   "kmemleak off or not built in (make stress boots a kernel with "
+                   "ci/guest/config/stress.config and kmemleak=on)")
     elif km:
         first = next((l for l in parsed["kmemleak_lines"]
                       if l.startswith("unreferenced object")), "")

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# usage: prebuild.sh DIR ITEM...   (ci/checks/check.sh starts it)
+#
+# make check's builds ahead of its steps: while one step runs (the harness
+# tests, a guest, which keep about one of the two cores busy), the kernel
+# the next guest boots is built here, so a cold check does not build and
+# boot in turn. ITEM is NAME|AFTER|MAKE ARGS: after the step AFTER of
+# check.sh has passed (DIR/step-AFTER.done; empty: at once) run
+# `make -s MAKE ARGS`, its output in DIR/NAME.log, then write
+# DIR/NAME.done ("EXIT SECONDS"). Items run one after another, in order.
+#
+# A cache warmer only: the step that needs an item waits for NAME.done and
+# then runs its own make as always, which finds the work done, or (the
+# item failed) does it again and shows the error where the step fails.
+# So the builds here must write nothing a step runs meanwhile: check.sh
+# names only outputs no earlier step touches (each kernel's kobj
+# directory; arm64's selftests, perf and initramfs once the x86 vmtest
+# step has fetched what both share).
+#
+# Niced (19) and idle I/O class: a guest that wants both cores gets them,
+# a build takes what it leaves. It takes its own build lock (DIR/lock),
+# not build/.kbuild.lock, which the steps' guests hold while they run:
+# overlapping them is the point.
+. "$(dirname "$0")/../lib.sh"
+
+[ $# -ge 1 ] || die "usage: prebuild.sh DIR ITEM..."
+dir=$1
+shift
+mkdir -p "$dir"
+export VMTEST_LOCK=$dir/lock
+unset VMTEST_BUILD_LOCKED
+cd "$ROOT"
+for item in "$@"; do
+	IFS='|' read -r name after args <<<"$item"
+	if [ -n "$after" ]; then
+		until [ -e "$dir/step-$after.done" ]; do sleep 2; done
+	fi
+	t0=$SECONDS rc=0
+	# shellcheck disable=SC2086 # ARGS are make's words
+	nice -n 19 ionice -c 3 make -s $args >"$dir/$name.log" 2>&1 || rc=$?
+	echo "$rc $((SECONDS - t0))" >"$dir/$name.done.tmp"
+	mv "$dir/$name.done.tmp" "$dir/$name.done"
+done

@@ -1,0 +1,72 @@
+"""ci/checks/prebuild.sh, make check's builds ahead of its steps, run with
+a make that only says what it was asked (nothing is built)."""
+import os
+import subprocess
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "ci", "checks", "prebuild.sh")
+
+
+def fake_make(tmp_path):
+    """A make on PATH that appends its arguments, niceness and lock to
+    calls.log; 'fail' among them makes it exit 3."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    log = tmp_path / "calls.log"
+    (bindir / "make").write_text(
+        "#!/bin/bash\n"
+        f'echo "$* nice=$(nice) lock=$VMTEST_LOCK" >>{log}\n'
+        'echo "output of $*"\n'
+        'case " $* " in *" fail "*) exit 3 ;; esac\n')
+    (bindir / "make").chmod(0o755)
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+    return env, log
+
+
+def test_items_run_in_order_niced_under_their_own_lock(tmp_path):
+    env, log = fake_make(tmp_path)
+    d = tmp_path / "pre"
+    r = subprocess.run(["bash", SCRIPT, str(d), "a||kernel CONFIG=normal",
+                        "b||kernel fail CONFIG=debug",
+                        "c||initramfs kernel ARCH=arm64"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    calls = log.read_text().splitlines()
+    assert [c.split(" nice=")[0] for c in calls] == [
+        "-s kernel CONFIG=normal", "-s kernel fail CONFIG=debug",
+        "-s initramfs kernel ARCH=arm64"]
+    # Niced, and not build/.kbuild.lock: the steps' guests hold that one
+    assert all(c.endswith(f"nice=19 lock={d}/lock") for c in calls), calls
+    # A failed item says so; the next one still runs (a step that needs
+    # it builds it again and shows the error)
+    assert (d / "a.done").read_text().split()[0] == "0"
+    assert (d / "b.done").read_text().split()[0] == "3"
+    assert (d / "c.done").read_text().split()[0] == "0"
+    assert (d / "b.log").read_text() == "output of -s kernel fail CONFIG=debug\n"
+
+
+def test_an_item_waits_for_the_step_it_names(tmp_path):
+    env, log = fake_make(tmp_path)
+    d = tmp_path / "pre"
+    p = subprocess.Popen(["bash", SCRIPT, str(d), "a||kernel",
+                          "arm64|vmtest|initramfs ARCH=arm64"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (d / "a.done").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert (d / "a.done").exists()
+        # The gate: nothing of the arm64 item until check.sh's vmtest step
+        # has passed (prebuild polls every 2 s: 5 s is two polls and more)
+        time.sleep(5)
+        assert p.poll() is None and not (d / "arm64.done").exists()
+        assert len(log.read_text().splitlines()) == 1
+        (d / "step-vmtest.done").touch()
+        assert p.wait(timeout=60) == 0, p.stderr.read()
+    finally:
+        p.kill()
+    assert (d / "arm64.done").read_text().split()[0] == "0"
+    assert log.read_text().splitlines()[1].startswith(
+        "-s initramfs ARCH=arm64 ")
