@@ -25,10 +25,12 @@ ARCH       ?= x86_64
 # configuration table, ci/build/configs.py, which refuses an unknown ARCH
 # or CONFIG (exit 2). Written to a file under build/ and included.
 CONFIG_MK  := $(BUILD)/make/$(subst /,_,$(ARCH))-$(subst /,_,$(CONFIG)).mk
-CONFIG_ERR := $(shell mkdir -p $(BUILD)/make && \
+# The file is written under a name of this make's own (its shell's pid)
+# and renamed: makes of one configuration run side by side in make check.
+CONFIG_ERR := $(shell mkdir -p $(BUILD)/make && t='$(CONFIG_MK)'.$$$$ && \
 		$(PYTHON) -m ci.build.configs make '$(ARCH)' '$(CONFIG)' \
-		>'$(CONFIG_MK).$$$$' 2>&1 && mv '$(CONFIG_MK).$$$$' '$(CONFIG_MK)' || \
-		{ cat '$(CONFIG_MK).$$$$'; rm -f '$(CONFIG_MK).$$$$'; })
+		>"$$t" 2>&1 && mv "$$t" '$(CONFIG_MK)' || \
+		{ cat "$$t"; rm -f "$$t"; })
 ifneq ($(CONFIG_ERR),)
 $(error $(CONFIG_ERR))
 endif

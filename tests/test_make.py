@@ -38,3 +38,26 @@ def test_each_perf_case_runs_in_one_target():
     for f in ("tests/test_perf_tools.py", "tests/test_perf_convert.py"):
         assert f"--ignore={f}" in test, test
         assert f in perf.split(), perf
+
+
+def test_two_makes_of_one_configuration_write_its_variables_side_by_side(
+        tmp_path):
+    """make check builds in the background while its steps run make: two
+    makes of one ARCH and CONFIG write build/make/ARCH-CONFIG.mk at once.
+    Each under a name of its own, then renamed: neither loses the file
+    (a shared temporary name made one make's mv fail)."""
+    fake = tmp_path / "python3"
+    fake.write_text("#!/bin/sh\nsleep 1\nexec /usr/bin/python3 \"$@\"\n")
+    fake.chmod(0o755)
+    build = tmp_path / "build"
+    cmd = ["make", "-s", "-n", f"BUILD={build}", f"PYTHON={fake}",
+           "CONFIG=nounwind", "help"]
+    procs = [subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    errs = [p.communicate(timeout=60)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errs
+    assert not any(errs), errs
+    assert "CONFIG_KERNEL := nounwind" in \
+        (build / "make" / "x86_64-nounwind.mk").read_text()
+    assert os.listdir(build / "make") == ["x86_64-nounwind.mk"]
