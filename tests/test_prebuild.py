@@ -4,6 +4,8 @@ import os
 import subprocess
 import time
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "ci", "checks", "prebuild.sh")
 
@@ -16,7 +18,8 @@ def fake_make(tmp_path):
     log = tmp_path / "calls.log"
     (bindir / "make").write_text(
         "#!/bin/bash\n"
-        f'echo "$* nice=$(nice) lock=$VMTEST_LOCK" >>{log}\n'
+        f'echo "$* nice=$(nice) lock=$VMTEST_LOCK '
+        f'group=$(cut -d" " -f3 /proc/self/autogroup)" >>{log}\n'
         'echo "output of $*"\n'
         'case " $* " in *" fail "*) exit 3 ;; esac\n')
     (bindir / "make").chmod(0o755)
@@ -37,7 +40,10 @@ def test_items_run_in_order_niced_under_their_own_lock(tmp_path):
         "-s kernel CONFIG=normal", "-s kernel fail CONFIG=debug",
         "-s initramfs kernel ARCH=arm64"]
     # Niced, and not build/.kbuild.lock: the steps' guests hold that one
-    assert all(c.endswith(f"nice=19 lock={d}/lock") for c in calls), calls
+    assert all(f"nice=19 lock={d}/lock" in c for c in calls), calls
+    # Not its own session: the autogroup is the caller's, left alone
+    assert all(c.endswith(" group=" + open("/proc/self/autogroup")
+                          .read().split()[2]) for c in calls), calls
     # A failed item says so; the next one still runs (a step that needs
     # it builds it again and shows the error)
     assert (d / "a.done").read_text().split()[0] == "0"
@@ -70,3 +76,16 @@ def test_an_item_waits_for_the_step_it_names(tmp_path):
     assert (d / "arm64.done").read_text().split()[0] == "0"
     assert log.read_text().splitlines()[1].startswith(
         "-s initramfs ARCH=arm64 ")
+
+
+def test_in_a_session_of_its_own_its_autogroup_is_niced(tmp_path):
+    """check.sh starts it with setsid: a new autogroup, which the scheduler
+    would weigh as much as the check's own whatever the processes' nice
+    values; it nices the group so that the steps' guests come first."""
+    if not os.path.exists("/proc/self/autogroup"):
+        pytest.skip("no scheduler autogroups on this kernel")
+    env, log = fake_make(tmp_path)
+    d = tmp_path / "pre"
+    subprocess.run(["setsid", "-w", "bash", SCRIPT, str(d), "a||kernel"],
+                   env=env, check=True, timeout=60)
+    assert log.read_text().split()[-1] == "group=19"

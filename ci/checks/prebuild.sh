@@ -17,10 +17,10 @@
 # directory; arm64's selftests, perf and initramfs once the x86 vmtest
 # step has fetched what both share).
 #
-# Niced (19) and idle I/O class: a guest that wants both cores gets them,
-# a build takes what it leaves. It takes its own build lock (DIR/lock),
-# not build/.kbuild.lock, which the steps' guests hold while they run:
-# overlapping them is the point.
+# Niced (19, its autogroup too) and idle I/O class: a guest that wants
+# both cores gets them, a build takes what it leaves. It takes its own
+# build lock (DIR/lock), not build/.kbuild.lock, which the steps' guests
+# hold while they run: overlapping them is the point.
 . "$(dirname "$0")/../lib.sh"
 
 [ $# -ge 1 ] || die "usage: prebuild.sh DIR ITEM..."
@@ -28,6 +28,14 @@ dir=$1
 shift
 mkdir -p "$dir"
 export VMTEST_LOCK=$dir/lock
+# check.sh's setsid made this a session of its own, which the scheduler's
+# autogroups (sched_autogroup_enabled) weigh as much as the check's,
+# whatever the nice value of its processes: the group itself is niced
+# (only when it is this session's own, never a caller's).
+read -r -a stat </proc/$$/stat
+if [ "${stat[5]}" = $$ ] && [ -w /proc/self/autogroup ]; then
+	echo 19 >/proc/self/autogroup 2>/dev/null || true
+fi
 unset VMTEST_BUILD_LOCKED
 cd "$ROOT"
 for item in "$@"; do
