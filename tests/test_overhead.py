@@ -72,3 +72,47 @@ def test_a_real_guest_run(tmp_path, capsys):
             if l.split()[:1] in (["gzip"], ["sqlite3"], ["xz"])]
     assert rows == [[p, r, "kHz"] for p in ("gzip", "sqlite3", "xz")
                     for r in ("1", "10")]
+
+
+def walk_lines(walks):
+    return [f"# realstacks-walks: program={p} build={b} rep={rep} "
+            f"walks={w} ns={ns} frames={f} records={d} record={rc}"
+            for p, b, rep, w, ns, f, d, rc in walks]
+
+
+WALKS = [("sqlite3", b, rep, 1000, ns, frames, 1000, 0)
+         for rep, add in ((1, 0), (2, 3000), (3, -3000))
+         for b, ns, frames in (("fp", 200000 + add, 10000),
+                               ("sframe", 900000 + add, 12000))]
+
+
+def test_walk_cost_per_frame_sframe_against_frame_pointers(tmp_path,
+                                                           capsys):
+    """The walk lines: each repetition's summed walk time over its frames,
+    the median per build, SFrame's over the frame pointers'; they are
+    not runs of the rate table."""
+    res = tmp_path / "results.log"
+    text = lines(RUNS, end=False) + "\n".join(walk_lines(WALKS)) + \
+        "\n# realstacks-end: overhead\n"
+    res.write_text(text)
+    assert overhead.main(["--results", str(res)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len([l for l in out if l.startswith("xz")]) == 2
+    row = next(l for l in out if l.startswith("sqlite3")).split()
+    # 200000/10000 = 20 ns per frame, 900000/12000 = 75; 10 and 12
+    # frames per walk; 75/20
+    assert row == ["sqlite3", "|", "20", "10.0", "|", "75", "12.0", "|",
+                   "3.75"]
+
+
+def test_a_walk_run_without_walks_fails(tmp_path, capsys):
+    """No walk timed (the probes missed, or no deferred record) is a
+    failed run, not a row of zeros."""
+    bad = list(WALKS)
+    bad[1] = bad[1][:3] + (0,) + bad[1][4:]
+    res = tmp_path / "results.log"
+    res.write_text(lines(RUNS, end=False) + "\n".join(walk_lines(bad)) +
+                   "\n# realstacks-end: overhead\n")
+    assert overhead.main(["--results", str(res)]) == 1
+    assert "sqlite3 sframe walks rep 1: 0 walks timed" in \
+        capsys.readouterr().out

@@ -7,8 +7,10 @@ place against deferred.
 
 Prints the table (medians over the repetitions: each mode's run time
 over the unprofiled one's, samples, perf.data bytes per sample, and
-deferred's time over in place's) and writes it to summary.txt in the
-run directory (or --out). Exit 0: every run made; 1: a run failed or the
+deferred's time over in place's), then the deferred walk's time per
+frame in each program's frame-pointer and SFrame builds (medians of each
+repetition's summed walk time over its frames), and writes them to
+summary.txt in the run directory (or --out). Exit 0: every run made; 1: a run failed or the
 run cannot be trusted (the guest's checks, ci/judge/vmtest/rundir.py);
 2: usage. The times are the measurement, never judged.
 """
@@ -19,17 +21,18 @@ import sys
 from ci.judge.vmtest.tagged_lines import fields
 
 TAG = "# realstacks-overhead:"
+WALKS = "# realstacks-walks:"
 
 
 def parse(text):
     """(start fields or None, [run fields], ended, [errors]) of the
-    runner's output."""
+    runner's output; the walk lines are runs with a "build" field."""
     start, runs, ended, errors = None, [], False, []
     for raw in text.splitlines():
         line = raw.strip()
         if line.startswith("# realstacks-start:"):
             start = fields(line[2:])  # the tag word first, as fields wants
-        elif line.startswith(TAG):
+        elif line.startswith(TAG) or line.startswith(WALKS):
             runs.append(fields(line[2:]))
         elif line.startswith("# realstacks-end:"):
             ended = True
@@ -48,7 +51,7 @@ def summarize(runs):
     medians, the unprofiled run's under ("none", 0)."""
     groups = {}
     for r in runs:
-        if r["record"] != 0 or r["cs"] < 0:
+        if "build" in r or r["record"] != 0 or r["cs"] < 0:
             continue
         groups.setdefault(r["program"], {}).setdefault(
             (r["mode"], r["hz"]), []).append(r)
@@ -86,6 +89,39 @@ def table(summary):
     return lines
 
 
+def walk_costs(runs):
+    """Per program and build: the medians over the repetitions of ns per
+    frame and frames per deferred record, and how many repetitions."""
+    groups = {}
+    for r in runs:
+        if "build" in r and r["record"] == 0 and r["walks"] and \
+                r["frames"] and r["records"]:
+            groups.setdefault((r["program"], r["build"]), []).append(r)
+    return {key: {"ns_per_frame": median([r["ns"] / r["frames"]
+                                          for r in rs]),
+                  "frames_per_walk": median([r["frames"] / r["records"]
+                                             for r in rs]),
+                  "n": len(rs)}
+            for key, rs in groups.items()}
+
+
+def walk_table(costs):
+    """The lines of the walk table: each program's SFrame build against
+    its frame-pointer build."""
+    lines = ["deferred walk  | fp: ns/frame  frames/walk | sframe: ns/frame "
+             " frames/walk | sframe/fp per frame"]
+    for prog in sorted({p for p, _ in costs}):
+        fp, sf = costs.get((prog, "fp")), costs.get((prog, "sframe"))
+        if not fp or not sf:
+            continue
+        lines.append(
+            f"{prog:14} | {fp['ns_per_frame']:12.0f} "
+            f"{fp['frames_per_walk']:12.1f} | {sf['ns_per_frame']:16.0f} "
+            f"{sf['frames_per_walk']:12.1f} | "
+            f"{sf['ns_per_frame'] / fp['ns_per_frame']:19.2f}")
+    return lines
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run_dir", nargs="?")
@@ -118,13 +154,23 @@ def main(argv=None):
                         "line)")
     problems += [f"{r['program']} {r['mode']} {r['hz']} Hz rep {r['rep']}: "
                  f"perf record exited {r['record']}" for r in runs
-                 if r["record"] != 0]
+                 if "build" not in r and r["record"] != 0]
+    walks = [r for r in runs if "build" in r]
+    problems += [f"{r['program']} {r['build']} walks rep {r['rep']}: perf "
+                 f"record exited {r['record']}" if r["record"] else
+                 f"{r['program']} {r['build']} walks rep {r['rep']}: "
+                 f"{r['walks']} walks timed, {r['records']} deferred "
+                 f"records, {r['frames']} frames" for r in walks
+                 if r["record"] or not (r["walks"] and r["frames"]
+                                        and r["records"])]
     summary = summarize(runs)
     head = (f"overhead: kernel {(start or {}).get('kernel', '?')}, "
             f"{(start or {}).get('reps', '?')} repetitions (medians); "
             "times are TCG's: only ratios count; time = the program's "
             "wall time over its unprofiled one")
     lines = [head] + table(summary)
+    if walks:
+        lines += [""] + walk_table(walk_costs(walks))
     print("\n".join(lines))
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "summary.txt"), "w") as f:

@@ -19,10 +19,27 @@
 # callchains and the deferred records). The host (ci/judge/overhead.py)
 # divides; nothing here is judged.
 #
+# Then what one deferred walk costs per frame through the program's own
+# text, in its frame-pointer build and in its SFrame build (-fomit-frame-
+# pointer, .sframe by sid's binutils: sqlite3's is a large real library's
+# text), the same workload sampled at 1 kHz, deferred. A kprobe on
+# unwind_user_walk() and a return probe on it (which reads the number of
+# frames the walk stored, its second argument's first word) are recorded
+# by the same perf record, without callchains; per thread each return's
+# time minus its entry's is one walk's, the probes' own cost included (the
+# same per walk in both builds). One line per build and repetition:
+#
+#   # realstacks-walks: program=P build=B rep=R walks=W ns=T frames=F
+#     records=D record=RC
+#
+# T the walks' summed time, F the frames of the deferred callchain records
+# (perf report -D: the user context marker left out), D those records.
+#
 #   overhead.sh loop N PROGRAM COMMAND...   the workload N times
 RS=${RS:-$(cd "$(dirname "$0")" && pwd)}
 PERF=${PERF:-/bin/perf}
 W=${W:-/tmp/overhead}
+TRACING=${TRACING:-/sys/kernel/tracing}
 PROGRAMS=${OVERHEAD_PROGRAMS:-"xz gzip sqlite3"}
 # A run's length, unprofiled (centiseconds)
 TARGET_CS=${OVERHEAD_TARGET_CS:-300}
@@ -89,6 +106,57 @@ time_run() {
 	return "$rc"
 }
 
+# The walk probes: kprobe events of their own group, read by perf through
+# the tracepoint PMU (its build has no libtraceevent to name them).
+walk_probes() {
+	for e in walk walk_ret; do
+		[ -d "$TRACING/events/overhead/$e" ] && continue
+		case $e in
+		walk) def="p:overhead/walk unwind_user_walk" ;;
+		walk_ret) def="r:overhead/walk_ret unwind_user_walk" ;;
+		esac
+		echo "$def" >>"$TRACING/kprobe_events" 2>/dev/null || return 1
+	done
+	walk_id=$(cat "$TRACING/events/overhead/walk/id") &&
+		ret_id=$(cat "$TRACING/events/overhead/walk_ret/id")
+}
+
+# walk_run PROG LOOPS BUILD: the deferred walks of PROG's BUILD, timed
+walk_run() {
+	prog=$1 loops=$2 build=$3
+	dir=$W/$prog-walks-$build
+	rm -rf "$dir"
+	mkdir -p "$dir/work"
+	cmd="$RS/lib/ld-linux-x86-64.so.2 --library-path $RS/lib $RS/$build/$prog"
+	export OVERHEAD_TIME=$dir/time
+	rc=0
+	# shellcheck disable=SC2086
+	(cd "$dir/work" && "$PERF" record -q -B -e cpu-clock -c 1000000 \
+		--call-graph fp,defer \
+		-e "tracepoint/config=$walk_id,name=walk,call-graph=no/" \
+		-e "tracepoint/config=$ret_id,name=walk_ret,call-graph=no/" \
+		-m 2M -o "$dir/perf.data" \
+		-- /bin/sh "$RS/overhead.sh" loop "$loops" "$prog" $cmd) \
+		>/dev/null 2>"$dir/err" || rc=$?
+	# Per thread, an entry's time to the next return's
+	set -- $("$PERF" script -i "$dir/perf.data" --ns -F tid,time,event 2>/dev/null |
+		bb awk '$3 == "walk:" { t[$1] = $2 + 0; next }
+			$3 == "walk_ret:" && ($1 in t) {
+				n++; ns += ($2 - t[$1]) * 1e9; delete t[$1] }
+			END { printf "%d %.0f\n", n, ns }')
+	walks=${1:-0} ns=${2:-0}
+	# The deferred records' frames: their chains less the context marker
+	set -- $("$PERF" report -D -i "$dir/perf.data" 2>/dev/null |
+		bb awk '/PERF_RECORD_CALLCHAIN_DEFERRED/ { in_cd = 1; d++; next }
+			in_cd && /^\.\.\.\.\. / { if ($3 !~ /^ffffffffffff/) f++; next }
+			in_cd && !/^\.\.\. FP chain/ { in_cd = 0 }
+			END { printf "%d %d\n", d, f }')
+	echo "# realstacks-walks: program=$prog build=$build rep=$rep walks=$walks ns=$ns frames=${2:-0} records=${1:-0} record=$rc"
+	[ "$rc" = 0 ] || bb sed 's/^/# overhead-err: /' "$dir/err" | bb head -5
+	rm -rf "$dir"
+	return "$rc"
+}
+
 echo "# realstacks-start: kernel=$(uname -r) plan=overhead reps=$reps"
 echo "# realstacks-perf: $("$PERF" --version 2>&1 | head -1)"
 status=0
@@ -117,5 +185,17 @@ for rep in $(bb seq 1 "$reps"); do
 		done
 	done
 done
+if walk_probes; then
+	for rep in $(bb seq 1 "$reps"); do
+		for pl in $loops_of; do
+			for build in fp sframe; do
+				walk_run "${pl%=*}" "${pl#*=}" "$build" || status=1
+			done
+		done
+	done
+else
+	echo "# realstacks-error: no kprobe events on unwind_user_walk under $TRACING"
+	status=1
+fi
 echo "# realstacks-end: overhead"
 exit $status
