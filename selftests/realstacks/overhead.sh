@@ -23,9 +23,8 @@
 # text, in its frame-pointer build and in its SFrame build (-fomit-frame-
 # pointer, .sframe by sid's binutils: sqlite3's is a large real library's
 # text), the same workload sampled at 1 kHz, deferred. A kprobe on
-# unwind_user_walk() and a return probe on it (which reads the number of
-# frames the walk stored, its second argument's first word) are recorded
-# by the same perf record, without callchains; per thread each return's
+# unwind_user_walk() and a return probe on it are recorded by the same
+# perf record, without callchains; per thread each return's
 # time minus its entry's is one walk's, the probes' own cost included (the
 # same per walk in both builds). One line per build and repetition:
 #
