@@ -98,7 +98,7 @@ REALSTACKS ?= all
 REALSTACKS_OUT := $(BUILD)/realstacks
 REALSTACKS_INITRD := $(OUT)/initramfs-realstacks.cpio.gz
 # make stress: STRESS_S seconds of fuzzing and lifecycle storms on the
-# stress kernel (debug + kmemleak), in a guest with SMP vCPUs.
+# debug kernel booted with kmemleak on, in a guest with SMP vCPUs.
 STRESS_S   ?= 180
 # STRESS_ARGS=--percpu-groups,--repro-group-hotplug: more options for
 # the guest program (selftests/stress/).
@@ -229,7 +229,7 @@ stress: ## fuzz and lifecycle storms on the debug kernel + kmemleak, STRESS_S se
 stress-kcsan: ## make stress on a KCSAN kernel (data races) + kmemleak, in build/out/<tree>/stress-kcsan
 	@$(MAKE) --no-print-directory stress-run CONFIG=kcsan
 
-stress-rt: ## make stress on PREEMPT_RT (the stress kernel + PREEMPT_RT), in build/out/<tree>/stress-rt
+stress-rt: ## make stress on PREEMPT_RT (the rt-debug kernel, kmemleak on), in build/out/<tree>/stress-rt
 	@$(MAKE) --no-print-directory stress-run CONFIG=stress-rt
 
 # The results of CONFIG=stress in stress/, of kcsan in stress-kcsan/, of

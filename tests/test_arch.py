@@ -111,6 +111,9 @@ def test_only_the_stress_boot_switches_kmemleak_on(tmp_path):
     assert "kmemleak=on" not in append[append.index("-append") + 1].split()
     init = open(os.path.join(ROOT, "ci", "guest", "init")).read()
     assert "echo stack=on >$km; } 2>/dev/null || km=" in init
+    # and again after the final scans: one it turned off meanwhile fails
+    assert "{ echo scan >$km && echo scan >$km && echo stack=on >$km; }" \
+        in init
 
 
 def test_arm64_guest_is_virt_gicv3_cpu_max_with_pseudo_nmis(tmp_path):

@@ -30,7 +30,8 @@ def fake_make(tmp_path):
 def test_items_run_in_order_niced_under_their_own_lock(tmp_path):
     env, log = fake_make(tmp_path)
     d = tmp_path / "pre"
-    r = subprocess.run(["bash", SCRIPT, str(d), "a||kernel CONFIG=normal",
+    r = subprocess.run(["bash", SCRIPT, str(os.getpid()), str(d),
+                        "a||kernel CONFIG=normal",
                         "b||kernel fail CONFIG=debug",
                         "c||initramfs kernel ARCH=arm64"], env=env,
                        capture_output=True, text=True, timeout=60)
@@ -55,7 +56,8 @@ def test_items_run_in_order_niced_under_their_own_lock(tmp_path):
 def test_an_item_waits_for_the_step_it_names(tmp_path):
     env, log = fake_make(tmp_path)
     d = tmp_path / "pre"
-    p = subprocess.Popen(["bash", SCRIPT, str(d), "a||kernel",
+    p = subprocess.Popen(["bash", SCRIPT, str(os.getpid()), str(d),
+                          "a||kernel",
                           "arm64|vmtest|initramfs ARCH=arm64"], env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                          text=True)
@@ -86,6 +88,40 @@ def test_in_a_session_of_its_own_its_autogroup_is_niced(tmp_path):
         pytest.skip("no scheduler autogroups on this kernel")
     env, log = fake_make(tmp_path)
     d = tmp_path / "pre"
-    subprocess.run(["setsid", "-w", "bash", SCRIPT, str(d), "a||kernel"],
+    subprocess.run(["setsid", "-w", "bash", SCRIPT, str(os.getpid()),
+                    str(d), "a||kernel"],
                    env=env, check=True, timeout=60)
     assert log.read_text().split()[-1] == "group=19"
+
+
+def test_it_stops_with_its_whole_group_when_the_check_is_gone(tmp_path):
+    """A check killed outright (no trap runs) leaves no build behind: the
+    script watches its parent and, once it is gone, ends its process group
+    (the make it runs included) and says it has ended."""
+    env, log = fake_make(tmp_path)
+    bindir = tmp_path / "bin"
+    # This make runs until it is killed
+    (bindir / "make").write_text(f"#!/bin/bash\necho $$ >{tmp_path}/make.pid\n"
+                                 "exec sleep 600\n")
+    parent = subprocess.Popen(["sleep", "600"])
+    d = tmp_path / "pre"
+    p = subprocess.Popen(["setsid", "-w", "bash", SCRIPT, str(parent.pid),
+                          str(d), "a||kernel"], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "make.pid").exists() and \
+                time.monotonic() < deadline:
+            time.sleep(0.1)
+        pid = int((tmp_path / "make.pid").read_text())
+        assert not (d / "ended").exists()
+        parent.kill()
+        parent.wait()
+        assert p.wait(timeout=30) != 0
+        assert (d / "ended").exists() and not (d / "a.done").exists()
+        deadline = time.monotonic() + 10
+        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not os.path.exists(f"/proc/{pid}"), "its make outlived it"
+    finally:
+        p.kill()
+        parent.kill()

@@ -38,6 +38,11 @@ shift 2
 
 apt_dir=$BUILD/apt/$suite${debarch:+-$debarch}
 mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$dest"
+# One fetch of a suite at a time (make check's steps and its builds ahead
+# of them run side by side): the files below are rewritten on every call,
+# and apt-get update takes the lists' lock.
+exec {lock_fd}>"$apt_dir.lock"
+flock "$lock_fd"
 # The machine's own archive URI and keyring, another suite.
 uri=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
 uri=${uri:-http://deb.debian.org/debian}

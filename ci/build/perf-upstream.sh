@@ -22,6 +22,9 @@ version=$(awk -v p="$pkg" '$1 == p { print $2 }' "$BUILD/sid/versions")
 tarball=$BUILD/sid/usr/src/$pkg.tar.xz
 [ -f "$tarball" ] || fail "$tarball missing after fetching $pkg"
 src=$BUILD/perf-upstream-src
+# One unpacking at a time: both architectures' builds read the source.
+exec {lock_fd}>"$src.lock"
+flock "$lock_fd"
 if [ "$(cat "$src/.version" 2>/dev/null)" != "$version" ]; then
 	log "unpacking tools/perf of $pkg $version into $src"
 	rm -rf "$src" && mkdir -p "$src"
@@ -32,5 +35,6 @@ if [ "$(cat "$src/.version" 2>/dev/null)" != "$version" ]; then
 		fail "unpacking $tarball failed"
 	echo "$version" >"$src/.version"
 fi
+exec {lock_fd}>&-
 bash "$(dirname "$0")/perf.sh" "$src" "$out" || exit
 echo "$pkg $version" >"$out/version"

@@ -40,22 +40,25 @@ fi
 start_prebuild() {
 	[ "${CHECK_PREBUILD:-1}" = 1 ] || return 0
 	rm -rf "$pre" && mkdir -p "$pre"
-	setsid bash ci/checks/prebuild.sh "$pre" "${items[@]}" &
+	setsid bash ci/checks/prebuild.sh $$ "$pre" "${items[@]}" &
 	bg=$!
 	# Whatever ends the check ends the builds ahead of it too.
 	trap 'kill -- -"$bg" 2>/dev/null || true' EXIT
 	trap 'exit 130' INT TERM
 }
-# after ITEM: wait until the background has built ITEM (or has stopped).
+# after ITEM: wait until the background has built ITEM (or has ended).
 after() {
 	local f=$pre/$1.done t0=$SECONDS rc secs
 	[ -n "$bg" ] || return 0
-	while [ ! -e "$f" ] && kill -0 "$bg" 2>/dev/null; do sleep 2; done
-	if [ -e "$f" ]; then
-		read -r rc secs <"$f"
-		[ "$rc" = 0 ] ||
-			warn "the background build of $1 failed (exit $rc, $pre/$1.log): the step builds it again"
+	[ -e "$f" ] || [ -e "$pre/ended" ] ||
+		log "check: waiting for the background build of $1 ($pre/$1.log)"
+	while [ ! -e "$f" ] && [ ! -e "$pre/ended" ]; do sleep 2; done
+	[ -e "$f" ] || return 0
+	read -r rc secs <"$f"
+	if [ "$rc" = 0 ]; then
 		log "check: $1 built in the background in $secs s (waited $((SECONDS - t0)) s)"
+	else
+		warn "the background build of $1 failed (exit $rc, $pre/$1.log): the step builds it again"
 	fi
 }
 step() {
