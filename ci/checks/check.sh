@@ -2,11 +2,12 @@
 # usage: check.sh   (what `make check` and CI run)
 #
 # deps -> the harness's own tests -> the series applies to a fresh base ->
-# checkpatch --strict -> vmtest on the normal kernel -> vmtest on the debug
-# kernel -> the ABI tests on the series without the unwinder -> the
-# normal and debug runs on the arm64 guest (make vmtest ARCH=arm64;
-# CHECK_ARM64=0 leaves them out, CHECK_DEBUG=0 both debug runs) -> a
-# short make stress (CHECK_STRESS_S=120 seconds, 0: none). CHECK_SLOW=on
+# checkpatch --strict -> vmtest on the normal kernel -> test-perf ->
+# vmtest on the debug kernel -> a short make stress on it
+# (CHECK_STRESS_S=120 seconds, 0: none) -> the normal and debug runs on
+# the arm64 guest (make vmtest ARCH=arm64; CHECK_ARM64=0 leaves them out,
+# CHECK_DEBUG=0 both debug runs) -> the ABI tests on the series without
+# the unwinder. CHECK_SLOW=on
 # runs both debug steps in the slow-host mode (make vmtest SLOW=on).
 # Each guest's kernel is built in the background while the steps before
 # it run (ci/checks/prebuild.sh; CHECK_PREBUILD=0: in its own step).
@@ -26,17 +27,20 @@ stress_s=${CHECK_STRESS_S:-120}
 # everything in its step, one thing at a time.
 pre=$BUILD/check-prebuild
 bg=
+# In the order the steps boot them; the guest that runs longest (arm64's
+# debug one) before the last build, so that little is left to run alone
+# once the builds are done.
 items=("normal||kernel CONFIG=normal")
 [ "${CHECK_DEBUG:-1}" = 1 ] || [ "$stress_s" -gt 0 ] &&
 	items+=("debug||kernel CONFIG=debug")
-items+=("nounwind||kernel CONFIG=nounwind")
 if [ "${CHECK_ARM64:-1}" = 1 ]; then
-	# arm64's toolchains, perf and upstream perf fetch into what x86's
-	# do (build/sid, the upstream source): after the x86 vmtest step.
+	# arm64's initramfs after x86's first one, which builds the packer
+	# both use (build/tools/gen_init_cpio).
 	items+=("arm64|vmtest|initramfs kernel ARCH=arm64 CONFIG=normal")
 	[ "${CHECK_DEBUG:-1}" = 1 ] &&
 		items+=("arm64-debug||kernel ARCH=arm64 CONFIG=debug")
 fi
+items+=("nounwind||kernel CONFIG=nounwind")
 start_prebuild() {
 	[ "${CHECK_PREBUILD:-1}" = 1 ] || return 0
 	rm -rf "$pre" && mkdir -p "$pre"
@@ -91,8 +95,12 @@ step perf-tools-tests make -s test-perf
 if [ "${CHECK_DEBUG:-1}" = 1 ]; then
 	step vmtest-debug --after debug make -s vmtest CONFIG=debug SLOW="${CHECK_SLOW:-}"
 fi
-# The series built without CONFIG_UNWIND_USER: the defer bits are refused.
-step vmtest-nounwind --after nounwind make -s vmtest CONFIG=nounwind FILTER='Abi.*'
+# A short make stress (the debug kernel, kmemleak switched on at boot):
+# CHECK_STRESS_S seconds of fuzzing and lifecycle storms, 0 to leave it
+# out. The long run is `make stress STRESS_S=600`.
+if [ "$stress_s" -gt 0 ]; then
+	step stress-short --after debug make -s stress STRESS_S="$stress_s"
+fi
 # The arm64 guest: cross-built kernel, perf and selftests, QEMU's virt
 # machine under TCG with pseudo-NMIs (ci/guest/arm64.py, doc/arm64.md).
 if [ "${CHECK_ARM64:-1}" = 1 ]; then
@@ -101,12 +109,8 @@ if [ "${CHECK_ARM64:-1}" = 1 ]; then
 		step vmtest-arm64-debug --after arm64-debug make -s vmtest ARCH=arm64 CONFIG=debug SLOW="${CHECK_SLOW:-}"
 	fi
 fi
-# A short make stress (the debug kernel, kmemleak switched on at boot):
-# CHECK_STRESS_S seconds of fuzzing and lifecycle storms, 0 to leave it
-# out. The long run is `make stress STRESS_S=600`.
-if [ "$stress_s" -gt 0 ]; then
-	step stress-short --after debug make -s stress STRESS_S="$stress_s"
-fi
+# The series built without CONFIG_UNWIND_USER: the defer bits are refused.
+step vmtest-nounwind --after nounwind make -s vmtest CONFIG=nounwind FILTER='Abi.*'
 log "check: all steps passed"
 printf '%s\n' "${times[@]}"
 # A run in a fresh clone: its time to doc/timings.md (cold: README too).
