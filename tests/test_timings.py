@@ -56,3 +56,20 @@ def test_the_checkout_it_records_into_is_the_repository_s_root():
     checkout (doc/timings.md, patches/), not ci/."""
     assert os.path.exists(os.path.join(timings.ROOT, "doc", "timings.md"))
     assert os.path.isdir(os.path.join(timings.ROOT, "patches", "fixes"))
+
+
+def test_busy_is_the_machine_s_cpu_time_against_its_cores():
+    """/proc/stat's cpu fields at the start and end: user, nice, system,
+    irq, softirq and steal are work; idle and iowait are not."""
+    import os
+    hz = os.sysconf("SC_CLK_TCK")
+    cores = os.cpu_count()
+    start = "100 0 50 1000 10 0 0 0 0 0"
+    # 600 s of work (user 300, nice 200, system 100), idle and iowait
+    # 999 s: over a run of 600 s
+    end = " ".join(str(int(a) + b * hz) for a, b in zip(
+        start.split(), (300, 200, 100, 900, 99, 0, 0, 0, 0, 0)))
+    line = timings.busy(600, start, end)
+    assert line.startswith(f"check: 600 CPU-seconds of work in 600 s on "
+                           f"{cores} cores: busy {100 // cores:.0f} %")
+    assert line.endswith(f"ends before {600 / cores:.0f} s)")

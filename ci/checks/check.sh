@@ -18,6 +18,9 @@
 cd "$ROOT"
 times=()
 run_kind=$(/usr/bin/python3 -m ci.checks.timings state "$BUILD") # cold, fresh or warm
+# The machine's CPU time at the start: the end says how busy the cores
+# were (a check is bounded by the work it does: builds and guests).
+read -r _ cpu0 <<<"$(head -1 /proc/stat)"
 stress_s=${CHECK_STRESS_S:-120}
 [[ $stress_s =~ ^[0-9]+$ ]] ||
 	die "CHECK_STRESS_S=$stress_s: give seconds (0 leaves the stress out)"
@@ -113,5 +116,7 @@ fi
 step vmtest-nounwind --after nounwind make -s vmtest CONFIG=nounwind FILTER='Abi.*'
 log "check: all steps passed"
 printf '%s\n' "${times[@]}"
+read -r _ cpu1 <<<"$(head -1 /proc/stat)"
+/usr/bin/python3 -m ci.checks.timings busy "$SECONDS" "$cpu0" "$cpu1" || true
 # A run in a fresh clone: its time to doc/timings.md (cold: README too).
 /usr/bin/python3 -m ci.checks.timings record "$run_kind" "$SECONDS" "${times[@]}" || warn "timings not recorded"

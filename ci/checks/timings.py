@@ -5,6 +5,10 @@
         at the start: prints the run's kind, "cold" (no BUILD_DIR/linux or
         BUILD_DIR/out, ccache empty or missing), "fresh" (the same with a
         warm ccache) or "warm"
+    python3 -m ci.checks.timings busy SECONDS 'CPU0' 'CPU1'
+        at the end: the CPU time the machine spent over the run (the
+        /proc/stat cpu lines' numbers at its start and end), against the
+        time its cores had: what bounds a check is the work in it
     python3 -m ci.checks.timings record KIND SECONDS 'STEP  N s  rc=0'...
         at the end, every step passed: a cold or fresh run of the whole
         check (no CHECK_* variable changed) appends its row to
@@ -38,6 +42,19 @@ def state(build):
     except OSError:
         files = 0
     return "cold" if files < 100 else "fresh"
+
+
+def busy(seconds, cpu0, cpu1):
+    """The line for the run's CPU time: /proc/stat's cpu fields (user,
+    nice, system, idle, iowait, irq, softirq, steal; in USER_HZ ticks) at
+    its start and end."""
+    d = [int(b) - int(a) for a, b in zip(cpu0.split(), cpu1.split())][:8]
+    hz = os.sysconf("SC_CLK_TCK")
+    work = (sum(d) - d[3] - d[4]) / hz
+    cores = os.cpu_count()
+    return (f"check: {work:.0f} CPU-seconds of work in {seconds} s on "
+            f"{cores} cores: busy {100 * work / (seconds * cores):.0f} % "
+            f"(no schedule of this work ends before {work / cores:.0f} s)")
 
 
 def machine():
@@ -108,6 +125,8 @@ def write(path, text):
 def main(argv):
     if argv[:1] == ["state"] and len(argv) == 2:
         print(state(argv[1]))
+    elif argv[:1] == ["busy"] and len(argv) == 4:
+        print(busy(int(argv[1]), argv[2], argv[3]))
     elif argv[:1] == ["record"] and len(argv) >= 3:
         changed = [k for k, v in DEFAULTS.items()
                    if (os.environ.get(k) or v) != v]
