@@ -24,7 +24,8 @@
 # pointer, .sframe by sid's binutils: sqlite3's is a large real library's
 # text), the same workload sampled at 1 kHz, deferred. A kprobe on
 # unwind_user_walk() and a return probe on it are recorded by the same
-# perf record, without callchains; per thread each return's
+# perf record, without callchains, every hit a sample (period=1: -c is
+# the clock's); per thread each return's
 # time minus its entry's is one walk's, the probes' own cost included (the
 # same per walk in both builds). One line per build and repetition:
 #
@@ -132,8 +133,8 @@ walk_run() {
 	# shellcheck disable=SC2086
 	(cd "$dir/work" && "$PERF" record -q -B -e cpu-clock -c 1000000 \
 		--call-graph fp,defer \
-		-e "tracepoint/config=$walk_id,name=walk,call-graph=no/" \
-		-e "tracepoint/config=$ret_id,name=walk_ret,call-graph=no/" \
+		-e "tracepoint/config=$walk_id,name=walk,call-graph=no,period=1/" \
+		-e "tracepoint/config=$ret_id,name=walk_ret,call-graph=no,period=1/" \
 		-m 2M -o "$dir/perf.data" \
 		-- /bin/sh "$RS/overhead.sh" loop "$loops" "$prog" $cmd) \
 		>/dev/null 2>"$dir/err" || rc=$?
