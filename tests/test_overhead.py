@@ -58,20 +58,31 @@ def test_a_failed_or_unfinished_run_fails(tmp_path, capsys):
 def test_a_real_guest_run(tmp_path, capsys):
     """make overhead's run of 2026-11-30 (tests/data/overhead): every
     program at both rates, both ways, three repetitions, every run made
-    and each profiled one with samples."""
+    and each profiled one with samples; each program's deferred walks in
+    both builds timed, one walk per deferred record."""
     import os
     res = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
                        "overhead", "results.log")
     start, runs, ended, errors = overhead.parse(open(res).read())
     assert start["reps"] == 3 and ended and not errors
-    assert len(runs) == 3 * 3 * 5
-    assert all(r["record"] == 0 and r["cs"] > 0 for r in runs)
-    assert all(r["samples"] > 0 for r in runs if r["mode"] != "none")
+    rates = [r for r in runs if "build" not in r]
+    walks = [r for r in runs if "build" in r]
+    assert len(rates) == 3 * 3 * 5 and len(walks) == 3 * 3 * 2
+    assert all(r["record"] == 0 and r["cs"] > 0 for r in rates)
+    assert all(r["samples"] > 0 for r in rates if r["mode"] != "none")
+    # Each deferred record is one walk's, timed by the probes but for at
+    # most one (the workload's last, at its exit, as its events close);
+    # the walks found frames
+    assert all(r["record"] == 0 and r["records"] > 1000 and
+               0 <= r["records"] - r["walks"] <= 1 and
+               r["frames"] > r["records"] for r in walks)
     assert overhead.main(["--results", res, "--out", str(tmp_path)]) == 0
     rows = [l.split()[:3] for l in capsys.readouterr().out.splitlines()
             if l.split()[:1] in (["gzip"], ["sqlite3"], ["xz"])]
     assert rows == [[p, r, "kHz"] for p in ("gzip", "sqlite3", "xz")
-                    for r in ("1", "10")]
+                    for r in ("1", "10")] + \
+        [[p, "|", rows[6 + i][2]] for i, p in enumerate(("gzip", "sqlite3",
+                                                          "xz"))]
 
 
 def walk_lines(walks):
