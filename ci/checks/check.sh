@@ -51,7 +51,8 @@ start_prebuild() {
 	bg=$!
 	# Whatever ends the check ends the builds ahead of it too.
 	trap 'kill -- -"$bg" 2>/dev/null || true' EXIT
-	trap 'exit 130' INT TERM
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
 }
 # after ITEM: wait until the background has built ITEM (or has ended).
 after() {
