@@ -9,10 +9,10 @@ PYTEST     := $(PYTHON) -m pytest
 # The harness's Python is one package, ci (python3 -m ci.guest.arch ...).
 export PYTHONPATH := $(ROOT)$(if $(PYTHONPATH),:$(PYTHONPATH))
 # Which guest kernel: normal (base + feature), debug (+ KASAN, lockdep,
-# atomic-sleep checks; kmemleak built in, off), rt and rt-debug (the same on
-# PREEMPT_RT), stress (the debug kernel booted with kmemleak on, for make
-# stress), kcsan (KCSAN + kmemleak, for make
-# stress-kcsan) or nounwind (the series without UNWIND_USER): the table in
+# atomic-sleep checks; kmemleak built in, off), rt and rt-debug (the same
+# on PREEMPT_RT), stress (the debug kernel booted with kmemleak on, for
+# make stress), kcsan (KCSAN + kmemleak, for make stress-kcsan) or
+# nounwind (the series without UNWIND_USER): the table in
 # ci/build/configs.py.
 CONFIG     ?= normal
 # The guest architecture: x86_64 (default) or arm64 (cross-built with

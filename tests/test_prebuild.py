@@ -50,7 +50,8 @@ def test_items_run_in_order_niced_under_their_own_lock(tmp_path):
     assert (d / "a.done").read_text().split()[0] == "0"
     assert (d / "b.done").read_text().split()[0] == "3"
     assert (d / "c.done").read_text().split()[0] == "0"
-    assert (d / "b.log").read_text() == "output of -s kernel fail CONFIG=debug\n"
+    assert (d / "b.log").read_text() == \
+        "output of -s kernel fail CONFIG=debug\n"
 
 
 def test_an_item_waits_for_the_step_it_names(tmp_path):

@@ -15,10 +15,12 @@
 # A cache warmer only: the step that needs an item waits for NAME.done and
 # then runs its own make as always, which finds the work done, or (the
 # item failed) does it again and shows the error where the step fails.
-# So the builds here must write nothing a step runs meanwhile: check.sh
-# names only outputs no earlier step touches (each kernel's kobj
-# directory; arm64's selftests, perf and initramfs once the x86 vmtest
-# step has fetched what both share).
+# So the builds here must write nothing a step writes meanwhile: check.sh
+# names only outputs no step touches before it waits for them (each
+# kernel's kobj directory; arm64's selftests, perf and initramfs once the
+# x86 vmtest step has built the packer both initramfs use); what both
+# sides fetch and unpack is locked where it is written (fetch-deb.sh,
+# perf-upstream.sh).
 #
 # Niced (19, its autogroup too) and idle I/O class: a guest that wants
 # both cores gets them, a build takes what it leaves. It takes its own

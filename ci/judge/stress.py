@@ -197,8 +197,9 @@ def problems(parsed, run):
             out.append("no kmemleak verdict from init")
     elif km == "unavailable":
         out.append("kmemleak unavailable (/sys/kernel/debug/kmemleak): "
-                   "kmemleak off or not built in (make stress boots a kernel with "
-                   "ci/guest/config/stress.config and kmemleak=on)")
+                   "kmemleak off or not built in (make stress boots a "
+                   "kernel with ci/guest/config/stress.config and "
+                   "kmemleak=on)")
     elif km:
         first = next((l for l in parsed["kmemleak_lines"]
                       if l.startswith("unreferenced object")), "")
