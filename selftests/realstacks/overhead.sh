@@ -69,31 +69,37 @@ fi
 reps=${1:-3}
 case $reps in '' | *[!0-9]*) echo "# realstacks-error: overhead REPS '$reps' is not a number"; exit 2 ;; esac
 
+# program_cmd PROG BUILD: the command that runs PROG's BUILD (fp, sframe)
+# on the packed libraries
+program_cmd() {
+	echo "$RS/lib/ld-linux-x86-64.so.2 --library-path $RS/lib $RS/$2/$1"
+}
+
+# loop_run DIR PROG LOOPS BUILD [PERF RECORD OPTIONS...]: the workload
+# LOOPS times in DIR/work, under perf record (DIR/perf.data) when options
+# are given; its time to DIR/time, messages to DIR/err. The command's exit.
+loop_run() {
+	dir=$1 prog=$2 loops=$3 build=$4
+	shift 4
+	rm -rf "$dir"
+	mkdir -p "$dir/work"
+	export OVERHEAD_TIME=$dir/time
+	[ $# -eq 0 ] || set -- "$PERF" record -q -B -m 2M -o "$dir/perf.data" "$@" --
+	# shellcheck disable=SC2046 # the command's words
+	(cd "$dir/work" && "$@" /bin/sh "$RS/overhead.sh" loop "$loops" "$prog" \
+		$(program_cmd "$prog" "$build")) >/dev/null 2>"$dir/err"
+}
+
 # time_run PROG LOOPS MODE HZ: the workload under MODE, one line
 time_run() {
 	prog=$1 loops=$2 mode=$3 hz=$4
-	dir=$W/$prog-$mode-$hz
-	rm -rf "$dir"
-	mkdir -p "$dir/work"
-	cmd="$RS/lib/ld-linux-x86-64.so.2 --library-path $RS/lib $RS/fp/$prog"
 	rc=0 samples=0 bytes=0
-	export OVERHEAD_TIME=$dir/time
 	case $mode in
-	none)
-		# shellcheck disable=SC2086
-		(cd "$dir/work" && /bin/sh "$RS/overhead.sh" loop "$loops" "$prog" $cmd) \
-			>/dev/null 2>"$dir/err" || rc=$?
-		;;
-	*)
-		cg=fp
-		[ "$mode" = deferred ] && cg=fp,defer
-		# shellcheck disable=SC2086
-		(cd "$dir/work" && "$PERF" record -q -B -e cpu-clock -c $((1000000000 / hz)) \
-			--call-graph "$cg" -m 2M -o "$dir/perf.data" \
-			-- /bin/sh "$RS/overhead.sh" loop "$loops" "$prog" $cmd) \
-			>/dev/null 2>"$dir/err" || rc=$?
-		;;
+	none) set -- ;;
+	inplace) set -- -e cpu-clock -c $((1000000000 / hz)) --call-graph fp ;;
+	deferred) set -- -e cpu-clock -c $((1000000000 / hz)) --call-graph fp,defer ;;
 	esac
+	loop_run "$W/$prog-$mode-$hz" "$prog" "$loops" fp "$@" || rc=$?
 	cs=$(cat "$dir/time" 2>/dev/null) || { cs=-1; [ "$rc" != 0 ] || rc=1; }
 	if [ "$mode" != none ]; then
 		samples=$("$PERF" report --stats -i "$dir/perf.data" 2>/dev/null |
@@ -124,21 +130,14 @@ walk_probes() {
 # walk_run PROG LOOPS BUILD: the deferred walks of PROG's BUILD, timed
 walk_run() {
 	prog=$1 loops=$2 build=$3
-	dir=$W/$prog-walks-$build
-	rm -rf "$dir"
-	mkdir -p "$dir/work"
-	cmd="$RS/lib/ld-linux-x86-64.so.2 --library-path $RS/lib $RS/$build/$prog"
-	export OVERHEAD_TIME=$dir/time
 	rc=0
-	# shellcheck disable=SC2086
-	(cd "$dir/work" && "$PERF" record -q -B -e cpu-clock -c 1000000 \
-		--call-graph fp,defer \
+	loop_run "$W/$prog-walks-$build" "$prog" "$loops" "$build" \
+		-e cpu-clock -c 1000000 --call-graph fp,defer \
 		-e "tracepoint/config=$walk_id,name=walk,call-graph=no,period=1/" \
-		-e "tracepoint/config=$ret_id,name=walk_ret,call-graph=no,period=1/" \
-		-m 2M -o "$dir/perf.data" \
-		-- /bin/sh "$RS/overhead.sh" loop "$loops" "$prog" $cmd) \
-		>/dev/null 2>"$dir/err" || rc=$?
+		-e "tracepoint/config=$ret_id,name=walk_ret,call-graph=no,period=1/" ||
+		rc=$?
 	# Per thread, an entry's time to the next return's
+	# shellcheck disable=SC2046 # two numbers
 	set -- $("$PERF" script -i "$dir/perf.data" --ns -F tid,time,event 2>/dev/null |
 		bb awk '$3 == "walk:" { t[$1] = $2 + 0; next }
 			$3 == "walk_ret:" && ($1 in t) {
@@ -146,6 +145,7 @@ walk_run() {
 			END { printf "%d %.0f\n", n, ns }')
 	walks=${1:-0} ns=${2:-0}
 	# The deferred records' frames: their chains less the context marker
+	# shellcheck disable=SC2046 # two numbers
 	set -- $("$PERF" report -D -i "$dir/perf.data" 2>/dev/null |
 		bb awk '/PERF_RECORD_CALLCHAIN_DEFERRED/ { in_cd = 1; d++; next }
 			in_cd && /^\.\.\.\.\. / { if ($3 !~ /^ffffffffffff/) f++; next }
@@ -168,8 +168,8 @@ for prog in $PROGRAMS; do
 	rm -rf "$dir" && mkdir -p "$dir"
 	n=0 t=0 t0=$(now_cs)
 	while [ $((t * 10)) -lt "$TARGET_CS" ]; do
-		(cd "$dir" && /bin/sh "$RS/run.sh" workload "$prog" \
-			"$RS/lib/ld-linux-x86-64.so.2" --library-path "$RS/lib" "$RS/fp/$prog") \
+		# shellcheck disable=SC2046 # the command's words
+		(cd "$dir" && /bin/sh "$RS/run.sh" workload "$prog" $(program_cmd "$prog" fp)) \
 			>/dev/null 2>&1 || { echo "# realstacks-error: $prog's workload failed"; exit 1; }
 		n=$((n + 1)) t=$(($(now_cs) - t0))
 	done
