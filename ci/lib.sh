@@ -32,6 +32,17 @@ die() { printf 'error: %s\n' "$*" >&2; exit 2; }
 # that does not build is the series' failure, not the user's setup.
 fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
 
+# children_cpu: CHILDREN_CPU = the CPU seconds (user and system) of this
+# shell's children that have ended and been waited for, their own children
+# included (/proc's cutime and cstime): a step's work is the difference
+# around it. Not in $(...): a subshell counts its own children only.
+children_cpu() {
+	local s
+	read -ra s </proc/"$BASHPID"/stat
+	# shellcheck disable=SC2034 # the caller's
+	CHILDREN_CPU=$(((s[15] + s[16]) / $(getconf CLK_TCK)))
+}
+
 # Run a kernel build under one lock: two cores, one build at a time. A
 # caller that holds the lock already (VMTEST_BUILD_LOCKED, lock_script)
 # runs it as it is: a second flock of the same file would wait for ever.

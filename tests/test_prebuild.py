@@ -135,3 +135,66 @@ def test_it_stops_with_its_whole_group_when_the_check_is_gone(tmp_path):
     finally:
         p.kill()
         parent.kill()
+
+
+SPIN = ('hz=$(getconf CLK_TCK); while :; do read -ra s </proc/$BASHPID/stat;'
+        ' (( s[13] + s[14] >= hz )) && break; done\n')
+
+
+def spinning_make(tmp_path, spin_on):
+    """A make on PATH whose child burns one CPU-second (its own CPU time,
+    whatever the host's speed) when its arguments are SPIN_ON, and prints
+    them."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "spin").write_text("#!/bin/bash\n" + SPIN)
+    (bindir / "spin").chmod(0o755)
+    (bindir / "make").write_text(
+        "#!/bin/bash\n"
+        'echo "make $*"\n'
+        f'[ "$*" != "{spin_on}" ] || {bindir}/spin\n')
+    (bindir / "make").chmod(0o755)
+    return dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+
+
+def test_an_item_s_cpu_time_is_its_make_s_and_its_children_s(tmp_path):
+    env = spinning_make(tmp_path, "-s kernel CONFIG=debug")
+    d = tmp_path / "pre"
+    subprocess.run(["bash", SCRIPT, str(os.getpid()), str(d),
+                    "a||kernel CONFIG=normal", "b||kernel CONFIG=debug"],
+                   env=env, check=True, timeout=120, capture_output=True)
+    assert (d / "a.done").read_text().split()[2] == "0"
+    assert int((d / "b.done").read_text().split()[2]) >= 1
+
+
+def test_check_prints_each_step_s_cpu_time_and_the_background_s(tmp_path):
+    """check.sh with a make that builds nothing: the vmtest step's make
+    (and the background's build of the normal kernel) each spend a
+    CPU-second; the other steps none. The background's time is not the
+    steps' even when it ends while one runs."""
+    env = spinning_make(tmp_path, "-s vmtest CONFIG=normal")
+    (tmp_path / "bin" / "make").write_text(
+        (tmp_path / "bin" / "make").read_text() +
+        f'[ "$*" != "-s kernel CONFIG=normal" ] || {tmp_path}/bin/spin\n'
+        # The background ends while a step runs (and is reaped by
+        # check.sh meanwhile): its last build waits for the test-perf step,
+        # which runs until the background has ended
+        f'[ "$*" != "-s kernel CONFIG=nounwind" ] || until [ -e {tmp_path}/tp ];'
+        ' do sleep 0.1; done\n'
+        f'[ "$*" != "-s test-perf" ] || {{ touch {tmp_path}/tp; until [ -e '
+        f'{tmp_path}/build/check-prebuild/ended ]; do sleep 0.1; done;'
+        ' sleep 1; }\n')
+    # CHECK_STRESS_S differs from the default: nothing is recorded in doc/
+    env.update(BUILD=str(tmp_path / "build"), CHECK_ARM64="0",
+               CHECK_DEBUG="0", CHECK_STRESS_S="0",
+               CCACHE_DIR=str(tmp_path / "ccache"))
+    r = subprocess.run(["bash", os.path.join(ROOT, "ci", "checks",
+                                             "check.sh")],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = {ln.split()[0]: ln for ln in r.stdout.splitlines()
+             if " rc=" in ln}
+    cpu = {k: int(ln.split("cpu")[1].split()[0]) for k, ln in lines.items()}
+    assert cpu["vmtest"] >= 1 and cpu["(normal)"] >= 1, r.stdout
+    assert cpu["vmtest-nounwind"] == 0 and cpu["(nounwind)"] == 0, r.stdout
+    assert sum(cpu.values()) - cpu["vmtest"] - cpu["(normal)"] == 0, r.stdout

@@ -12,11 +12,13 @@
 # Each guest's kernel is built in the background while the steps before
 # it run (ci/checks/prebuild.sh; CHECK_PREBUILD=0: in its own step).
 # Stops at the first failing step and names it; prints each step's time
-# at the end.
+# and CPU time at the end, and each background build's.
 . "$(dirname "$0")/../lib.sh"
 
 cd "$ROOT"
+mkdir -p "$BUILD"
 times=()
+background=()
 run_kind=$(/usr/bin/python3 -m ci.checks.timings state "$BUILD") # cold, fresh or warm
 # The machine's CPU time at the start: the end says how busy the cores
 # were (a check is bounded by the work it does: builds and guests).
@@ -56,15 +58,17 @@ start_prebuild() {
 }
 # after ITEM: wait until the background has built ITEM (or has ended).
 after() {
-	local f=$pre/$1.done t0=$SECONDS rc secs
+	local f=$pre/$1.done t0=$SECONDS rc secs cpu
 	[ -n "$bg" ] || return 0
 	[ -e "$f" ] || [ -e "$pre/ended" ] ||
 		log "check: waiting for the background build of $1 ($pre/$1.log)"
 	while [ ! -e "$f" ] && [ ! -e "$pre/ended" ]; do sleep 2; done
 	[ -e "$f" ] || return 0
-	read -r rc secs <"$f"
+	read -r rc secs cpu <"$f"
+	background+=("$(printf '%-22s %4d s  rc=%d  cpu %4d s' "($1)" "$secs" \
+		"$rc" "$cpu")")
 	if [ "$rc" = 0 ]; then
-		log "check: $1 built in the background in $secs s (waited $((SECONDS - t0)) s)"
+		log "check: $1 built in the background in $secs s, $cpu CPU-s (waited $((SECONDS - t0)) s)"
 	else
 		warn "the background build of $1 failed (exit $rc, $pre/$1.log): the step builds it again"
 	fi
@@ -77,8 +81,16 @@ step() {
 		shift 2
 	fi
 	log "check: $name"
-	"$@" || rc=$?
-	times+=("$(printf '%-22s %4d s  rc=%d' "$name" $((SECONDS - t0)) "$rc")")
+	# In a subshell whose only child is the step: this shell also reaps
+	# the background builds, whose CPU time would land in the step's.
+	(
+		"$@" || rc=$?
+		children_cpu
+		echo "$CHILDREN_CPU" >"$BUILD/check-step.cpu"
+		exit "$rc"
+	) || rc=$?
+	times+=("$(printf '%-22s %4d s  rc=%d  cpu %4d s' "$name" \
+		$((SECONDS - t0)) "$rc" "$(cat "$BUILD/check-step.cpu")")")
 	if [ "$rc" -ne 0 ]; then
 		printf '%s\n' "${times[@]}"
 		printf 'check: step "%s" failed (exit %d)\n' "$name" "$rc" >&2
@@ -117,6 +129,9 @@ fi
 step vmtest-nounwind --after nounwind make -s vmtest CONFIG=nounwind FILTER='Abi.*'
 log "check: all steps passed"
 printf '%s\n' "${times[@]}"
+# The builds ahead of the steps, in parentheses: their time is inside the
+# steps' (beside them), their CPU time is not.
+[ ${#background[@]} = 0 ] || printf '%s\n' "${background[@]}"
 read -r _ cpu1 <<<"$(head -1 /proc/stat)"
 /usr/bin/python3 -m ci.checks.timings busy "$SECONDS" "$cpu0" "$cpu1" || true
 # A run in a fresh clone: its time to doc/timings.md (cold: README too).
