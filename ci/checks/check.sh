@@ -18,7 +18,7 @@
 cd "$ROOT"
 mkdir -p "$BUILD"
 times=()
-background=()
+background=() waited=()
 run_kind=$(/usr/bin/python3 -m ci.checks.timings state "$BUILD") # cold, fresh or warm
 # The machine's CPU time at the start: the end says how busy the cores
 # were (a check is bounded by the work it does: builds and guests).
@@ -65,8 +65,12 @@ after() {
 	while [ ! -e "$f" ] && [ ! -e "$pre/ended" ]; do sleep 2; done
 	[ -e "$f" ] || return 0
 	read -r rc secs cpu <"$f"
-	background+=("$(printf '%-22s %4d s  rc=%d  cpu %4d s' "($1)" "$secs" \
-		"$rc" "$cpu")")
+	# Once per item (the debug kernel is waited for by two steps)
+	if [[ " ${waited[*]} " != *" $1 "* ]]; then
+		background+=("$(printf '%-22s %4d s  rc=%d  cpu %4d s' "($1)" \
+			"$secs" "$rc" "$cpu")")
+		waited+=("$1")
+	fi
 	if [ "$rc" = 0 ]; then
 		log "check: $1 built in the background in $secs s, $cpu CPU-s (waited $((SECONDS - t0)) s)"
 	else
@@ -135,4 +139,5 @@ printf '%s\n' "${times[@]}"
 read -r _ cpu1 <<<"$(head -1 /proc/stat)"
 /usr/bin/python3 -m ci.checks.timings busy "$SECONDS" "$cpu0" "$cpu1" || true
 # A run in a fresh clone: its time to doc/timings.md (cold: README too).
-/usr/bin/python3 -m ci.checks.timings record "$run_kind" "$SECONDS" "${times[@]}" || warn "timings not recorded"
+/usr/bin/python3 -m ci.checks.timings record "$run_kind" "$SECONDS" \
+	"${times[@]}" "${background[@]}" || warn "timings not recorded"

@@ -9,7 +9,7 @@
         at the end: the CPU time the machine spent over the run (the
         /proc/stat cpu lines' numbers at its start and end), against the
         time its cores had: what bounds a check is the work in it
-    python3 -m ci.checks.timings record KIND SECONDS 'STEP  N s  rc=0'...
+    python3 -m ci.checks.timings record KIND SECONDS 'STEP  N s  rc=0  cpu M s'...
         at the end, every step passed: a cold or fresh run of the whole
         check (no CHECK_* variable changed) appends its row to
         doc/timings.md's "make check" table; a cold one also rewrites
@@ -83,11 +83,18 @@ def record(root, kind, seconds, steps, date=None, where=None, what=None):
     date = date or datetime.date.today().isoformat()
     where, what = where or machine(), what or commit(root)
     minutes = round(seconds / 60)
-    parts = []
+    # check.sh's lines: "NAME  N s  rc=0  cpu M s"; "(NAME) ..." for a
+    # build ahead of the steps (its time is within theirs, its CPU not)
+    parts, beside = [], []
     for s in steps:
-        m = re.match(r"(\S+)\s+(\d+) s", s)
+        m = re.match(r"(\S+)\s+(\d+) s(?:\s+rc=\d+\s+cpu\s+(\d+) s)?", s)
         if m:
-            parts.append(f"{m.group(1)} {m.group(2)}")
+            part = f"{m.group(1).strip('()')} {m.group(2)}"
+            if m.group(3):
+                part += f" ({m.group(3)} CPU-s)"
+            (beside if s.startswith("(") else parts).append(part)
+    if beside:
+        parts[-1] += "; built beside them: " + ", ".join(beside)
     ccache = "an empty" if kind == "cold" else "a warm"
     row = (f"| `make check` in a fresh clone with {ccache} ccache (recorded by "
            f"`make check`) | {seconds} s ({minutes} min): {', '.join(parts)} "
