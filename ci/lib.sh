@@ -32,15 +32,34 @@ die() { printf 'error: %s\n' "$*" >&2; exit 2; }
 # that does not build is the series' failure, not the user's setup.
 fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
 
-# children_cpu: CHILDREN_CPU = the CPU seconds (user and system) of this
-# shell's children that have ended and been waited for, their own children
-# included (/proc's cutime and cstime): a step's work is the difference
-# around it. Not in $(...): a subshell counts its own children only.
-children_cpu() {
-	local s
-	read -ra s </proc/"$BASHPID"/stat
-	# shellcheck disable=SC2034 # the caller's
-	CHILDREN_CPU=$(((s[15] + s[16]) / $(getconf CLK_TCK)))
+# children_ticks: CHILDREN_TICKS = the CPU time (user and system, in clock
+# ticks) of this shell's children that have ended and been waited for,
+# their own children included (/proc's cutime and cstime); empty where
+# /proc cannot say (a measure never fails what it measures). Not in $(...):
+# a subshell counts its own children only.
+# shellcheck disable=SC2034 # CHILDREN_TICKS is the caller's
+children_ticks() {
+	local line f
+	CHILDREN_TICKS=
+	# A builtin's redirection: /proc/self is this shell (or subshell)
+	read -r line 2>/dev/null </proc/self/stat || return 0
+	# The fields after the command's name (which may hold spaces): the
+	# state first, cutime 14th, cstime 15th.
+	read -ra f <<<"${line##*) }"
+	[[ ${f[13]:-} =~ ^[0-9]+$ && ${f[14]:-} =~ ^[0-9]+$ ]] || return 0
+	CHILDREN_TICKS=$((f[13] + f[14]))
+}
+
+# cpu_seconds T0 T1: the CPU seconds between two children_ticks, rounded;
+# "?" when either is unknown.
+cpu_seconds() {
+	local hz
+	hz=$(getconf CLK_TCK 2>/dev/null) || hz=
+	if [[ $1 =~ ^[0-9]+$ && $2 =~ ^[0-9]+$ && $hz =~ ^[1-9][0-9]*$ ]]; then
+		echo $((($2 - $1 + hz / 2) / hz))
+	else
+		echo "?"
+	fi
 }
 
 # Run a kernel build under one lock: two cores, one build at a time. A

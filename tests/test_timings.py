@@ -40,13 +40,15 @@ def test_the_row_gives_each_step_s_cpu_time_and_the_builds_beside_them(
     root = copy(tmp_path)
     steps = ["deps                      1 s  rc=0  cpu    0 s",
              "vmtest                  339 s  rc=0  cpu  285 s",
-             "(normal)                445 s  rc=0  cpu  424 s"]
+             "(normal)                445 s  rc=0  cpu  424 s",
+             "(debug)                  20 s  rc=2  cpu    ? s"]
     timings.record(str(root), "fresh", 800, steps, date="2030-01-02",
                    where="2 cores", what="`abc1234`")
     row = next(ln for ln in (root / "doc/timings.md").read_text().split("\n")
                if "2030-01-02" in ln)
     assert ("800 s (13 min): deps 1 (0 CPU-s), vmtest 339 (285 CPU-s); "
-            "built beside them: normal 445 (424 CPU-s) |") in row
+            "built beside them: normal 445 (424 CPU-s), debug 20 (? CPU-s) "
+            "failed, built again by its step |") in row
 
 
 def test_a_fresh_run_with_a_warm_ccache_leaves_readme_alone(tmp_path):

@@ -67,7 +67,7 @@ after() {
 	read -r rc secs cpu <"$f"
 	# Once per item (the debug kernel is waited for by two steps)
 	if [[ " ${waited[*]} " != *" $1 "* ]]; then
-		background+=("$(printf '%-22s %4d s  rc=%d  cpu %4d s' "($1)" \
+		background+=("$(printf '%-22s %4d s  rc=%d  cpu %4s s' "($1)" \
 			"$secs" "$rc" "$cpu")")
 		waited+=("$1")
 	fi
@@ -78,7 +78,7 @@ after() {
 	fi
 }
 step() {
-	local name=$1 t0=$SECONDS rc=0
+	local name=$1 t0=$SECONDS rc=0 cpu
 	shift
 	if [ "$1" = --after ]; then
 		after "$2"
@@ -87,16 +87,20 @@ step() {
 	log "check: $name"
 	# In a subshell whose only child is the step: this shell also reaps
 	# the background builds, whose CPU time would land in the step's.
+	rm -f "$BUILD/check-step.cpu"
 	(
+		children_ticks
+		c0=$CHILDREN_TICKS
 		"$@" || rc=$?
-		children_cpu
-		echo "$CHILDREN_CPU" >"$BUILD/check-step.cpu"
+		children_ticks
+		cpu_seconds "$c0" "$CHILDREN_TICKS" >"$BUILD/check-step.cpu" || true
 		exit "$rc"
 	) || rc=$?
-	times+=("$(printf '%-22s %4d s  rc=%d  cpu %4d s' "$name" \
-		$((SECONDS - t0)) "$rc" "$(cat "$BUILD/check-step.cpu")")")
+	cpu=$(cat "$BUILD/check-step.cpu" 2>/dev/null) || cpu="?"
+	times+=("$(printf '%-22s %4d s  rc=%d  cpu %4s s' "$name" \
+		$((SECONDS - t0)) "$rc" "$cpu")")
 	if [ "$rc" -ne 0 ]; then
-		printf '%s\n' "${times[@]}"
+		printf '%s\n' "${times[@]}" "${background[@]}"
 		printf 'check: step "%s" failed (exit %d)\n' "$name" "$rc" >&2
 		exit "$rc"
 	fi

@@ -7,7 +7,8 @@
 # boot in turn. ITEM is NAME|AFTER|MAKE ARGS: after the step AFTER of
 # check.sh has passed (DIR/step-AFTER.done; empty: at once) run
 # `make -s MAKE ARGS`, its output in DIR/NAME.log, then write
-# DIR/NAME.done ("EXIT SECONDS CPU-SECONDS"). Items run one after another,
+# DIR/NAME.done ("EXIT SECONDS CPU-SECONDS", the last "?" where /proc
+# cannot say). Items run one after another,
 # in order; DIR/ended says the script has ended (done, failed or stopped). It stops
 # (its whole process group) as soon as the process PARENT, the check, is
 # gone: a check killed outright leaves no build behind.
@@ -60,12 +61,13 @@ for item in "$@"; do
 		until [ -e "$dir/step-$after.done" ]; do sleep 2; done
 	fi
 	t0=$SECONDS rc=0
-	children_cpu
-	cpu0=$CHILDREN_CPU
+	children_ticks
+	c0=$CHILDREN_TICKS
 	# shellcheck disable=SC2086 # ARGS are make's words
 	nice -n 19 ionice -t -c 3 make -s $args >"$dir/$name.log" 2>&1 || rc=$?
-	children_cpu
-	echo "$rc $((SECONDS - t0)) $((CHILDREN_CPU - cpu0))" >"$dir/$name.done.tmp"
+	children_ticks
+	echo "$rc $((SECONDS - t0)) $(cpu_seconds "$c0" "$CHILDREN_TICKS")" \
+		>"$dir/$name.done.tmp"
 	mv "$dir/$name.done.tmp" "$dir/$name.done"
 done
 kill "$watch" 2>/dev/null || true

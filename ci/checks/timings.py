@@ -87,11 +87,13 @@ def record(root, kind, seconds, steps, date=None, where=None, what=None):
     # build ahead of the steps (its time is within theirs, its CPU not)
     parts, beside = [], []
     for s in steps:
-        m = re.match(r"(\S+)\s+(\d+) s(?:\s+rc=\d+\s+cpu\s+(\d+) s)?", s)
+        m = re.match(r"(\S+)\s+(\d+) s(?:\s+rc=(\d+)\s+cpu\s+(\S+) s)?", s)
         if m:
             part = f"{m.group(1).strip('()')} {m.group(2)}"
-            if m.group(3):
-                part += f" ({m.group(3)} CPU-s)"
+            if m.group(4):
+                part += f" ({m.group(4)} CPU-s)"
+            if m.group(3) not in (None, "0"):
+                part += " failed, built again by its step"
             (beside if s.startswith("(") else parts).append(part)
     if beside:
         parts[-1] += "; built beside them: " + ", ".join(beside)
