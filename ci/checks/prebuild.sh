@@ -8,10 +8,10 @@
 # check.sh has passed (DIR/step-AFTER.done; empty: at once) run
 # `make -s MAKE ARGS`, its output in DIR/NAME.log, then write
 # DIR/NAME.done ("EXIT SECONDS CPU-SECONDS", the last "?" where /proc
-# cannot say). Items run one after another,
-# in order; DIR/ended says the script has ended (done, failed or stopped). It stops
-# (its whole process group) as soon as the process PARENT, the check, is
-# gone: a check killed outright leaves no build behind.
+# cannot say). Items run one after another, in order; DIR/ended says the
+# script has ended (done, failed or stopped). It stops (its whole process
+# group) as soon as the process PARENT, the check, is gone: a check killed
+# outright leaves no build behind.
 #
 # A cache warmer only: the step that needs an item waits for NAME.done and
 # then runs its own make as always, which finds the work done, or (the
