@@ -14,8 +14,8 @@ ENV = dict({k: v for k, v in os.environ.items() if k not in
            GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
 
 
-def git(d, *args):
-    return subprocess.run(["git", "-C", str(d), *args], env=ENV, check=True,
+def git(d, *args, env=ENV):
+    return subprocess.run(["git", "-C", str(d), *args], env=env, check=True,
                           capture_output=True, text=True).stdout
 
 

@@ -19,7 +19,7 @@ import subprocess
 
 import pytest
 
-from test_apply import ENV as APPLY_ENV
+from test_apply import ENV as APPLY_ENV, git as apply_git
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # make tree's repository holds the tarball's files as git objects already:
@@ -64,8 +64,7 @@ diff --git a/Makefile b/Makefile
 
 
 def git(d, *args):
-    return subprocess.run(["git", "-C", str(d), *args], env=ENV, check=True,
-                          capture_output=True, text=True).stdout
+    return apply_git(d, *args, env=ENV)
 
 
 def changed_since(tree, stamp):
