@@ -32,6 +32,26 @@ die() { printf 'error: %s\n' "$*" >&2; exit 2; }
 # that does not build is the series' failure, not the user's setup.
 fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
 
+# cpu_counted FILE CMD...: run CMD in a subshell whose only children are
+# CMD's and write the CPU seconds it took (user and system, its children
+# included) to FILE, "?" where /proc cannot say (a measure never fails
+# what it measures). CMD's exit. The subshell keeps out whatever else the
+# caller reaps meanwhile (check.sh's background builds).
+cpu_counted() {
+	local out=$1
+	shift
+	rm -f "$out"
+	(
+		rc=0
+		children_ticks
+		c0=$CHILDREN_TICKS
+		"$@" || rc=$?
+		children_ticks
+		cpu_seconds "$c0" "$CHILDREN_TICKS" >"$out" || true
+		exit "$rc"
+	)
+}
+
 # children_ticks: CHILDREN_TICKS = the CPU time (user and system, in clock
 # ticks) of this shell's children that have ended and been waited for,
 # their own children included (/proc's cutime and cstime); empty where

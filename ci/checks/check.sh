@@ -85,17 +85,8 @@ step() {
 		shift 2
 	fi
 	log "check: $name"
-	# In a subshell whose only child is the step: this shell also reaps
-	# the background builds, whose CPU time would land in the step's.
-	rm -f "$BUILD/check-step.cpu"
-	(
-		children_ticks
-		c0=$CHILDREN_TICKS
-		"$@" || rc=$?
-		children_ticks
-		cpu_seconds "$c0" "$CHILDREN_TICKS" >"$BUILD/check-step.cpu" || true
-		exit "$rc"
-	) || rc=$?
+	# Its CPU time apart from the background builds', which this shell reaps
+	cpu_counted "$BUILD/check-step.cpu" "$@" || rc=$?
 	cpu=$(cat "$BUILD/check-step.cpu" 2>/dev/null) || cpu="?"
 	times+=("$(printf '%-22s %4d s  rc=%d  cpu %4s s' "$name" \
 		$((SECONDS - t0)) "$rc" "$cpu")")

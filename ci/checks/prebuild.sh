@@ -61,12 +61,10 @@ for item in "$@"; do
 		until [ -e "$dir/step-$after.done" ]; do sleep 2; done
 	fi
 	t0=$SECONDS rc=0
-	children_ticks
-	c0=$CHILDREN_TICKS
 	# shellcheck disable=SC2086 # ARGS are make's words
-	nice -n 19 ionice -t -c 3 make -s $args >"$dir/$name.log" 2>&1 || rc=$?
-	children_ticks
-	echo "$rc $((SECONDS - t0)) $(cpu_seconds "$c0" "$CHILDREN_TICKS")" \
+	cpu_counted "$dir/$name.cpu" nice -n 19 ionice -t -c 3 make -s $args \
+		>"$dir/$name.log" 2>&1 || rc=$?
+	echo "$rc $((SECONDS - t0)) $(cat "$dir/$name.cpu" 2>/dev/null || echo "?")" \
 		>"$dir/$name.done.tmp"
 	mv "$dir/$name.done.tmp" "$dir/$name.done"
 done
