@@ -113,6 +113,14 @@ export ACCEL
 # 1/N of the host's time (ci/guest/vm.py, doc/harness.md "Slow hosts").
 SLOW       ?=
 export VMTEST_SLOW := $(SLOW)
+# ICOUNT=on|off: a TCG guest's clock counts its instructions, 1 ns each
+# (ci/guest/vm.py --icount): a time measured in the guest is then the same
+# on any host, under any load. make overhead's default is on, with one
+# vCPU (SMP= overrides); elsewhere off.
+ICOUNT     ?=
+export VMTEST_ICOUNT := $(ICOUNT)
+OVERHEAD_ICOUNT := $(or $(ICOUNT),on)
+OVERHEAD_SMP := $(if $(filter command line,$(origin SMP)),$(SMP),$(if $(filter on,$(OVERHEAD_ICOUNT)),1,$(shell nproc)))
 # EXPECT_FEATURE=yes|no|auto: whether a skipped feature test fails (auto:
 # yes when the kernel's .config enables the series, CONFIG_UNWIND_USER=y).
 export EXPECT_FEATURE
@@ -206,7 +214,7 @@ realstacks: kernel initramfs-realstacks ## real programs' deferred stacks agains
 # make overhead: the real programs' run time unprofiled and sampled at 1
 # and 10 kHz, user callchains in place and deferred (doc/bench.md)
 overhead: kernel initramfs-realstacks ## what sampling costs real programs (xz, gzip, sqlite3), in place against deferred, one guest run
-	@bash ci/judge/realstacks.sh "$(KOBJ)" "$(REALSTACKS_INITRD)" "$(OUT)/overhead" "$(BENCH_SMP)" overhead
+	@VMTEST_ICOUNT=$(OVERHEAD_ICOUNT) bash ci/judge/realstacks.sh "$(KOBJ)" "$(REALSTACKS_INITRD)" "$(OUT)/overhead" "$(OVERHEAD_SMP)" overhead
 
 # The host tests' real recording (tests/data/guest-recording): gzip built
 # with SFrame, its deferred recording from the guest, converted by our perf.

@@ -127,3 +127,14 @@ def test_a_walk_run_without_walks_fails(tmp_path, capsys):
     assert overhead.main(["--results", str(res)]) == 1
     assert "sqlite3 sframe walks rep 1: 0 walks timed" in \
         capsys.readouterr().out
+
+
+def test_the_header_says_what_the_times_are():
+    """An instruction-counter run's times are instructions, and say so;
+    a plain TCG run's only give ratios."""
+    assert "times are instructions (1 vCPU on QEMU's instruction counter" \
+        in overhead.clock({"icount": True, "smp": 1, "accel": "tcg"})
+    assert overhead.clock({"icount": False, "accel": "tcg"}) == \
+        "times are TCG's: only ratios count"
+    assert overhead.clock({}) == "times are TCG's: only ratios count"
+    assert "host's" in overhead.clock({"accel": "kvm"})

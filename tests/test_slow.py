@@ -1,9 +1,12 @@
-"""make vmtest SLOW=: the slow-host mode (ci/guest/vm.py --slow) gives QEMU
+"""The guest's clock. make vmtest SLOW=: the slow-host mode (ci/guest/vm.py --slow) gives QEMU
 1/N of the host's time, with the host's limits scaled by N; and the
 verdict names the guest's measured speed
 (selftests/host_speed.c's line, ci/guest/init). The guest side, that the mode
 really makes the guest slower, is measured in doc/harness.md ("Slow
-hosts") by the same line."""
+hosts") by the same line. ICOUNT=on (make overhead's default): QEMU's
+instruction counter as the TCG guest's clock (ci/guest/vm.py --icount);
+that it makes the guest's times the same run after run is measured in
+doc/bench.md ("Real programs sampled")."""
 import json
 import os
 import subprocess
@@ -141,3 +144,41 @@ def test_a_cancelled_slow_run_leaves_no_qemu_behind(tmp_path):
             return
         time.sleep(0.1)
     raise AssertionError(f"QEMU {pid} still there after vm.py ended")
+
+
+@pytest.mark.parametrize("name", ["x86_64", "arm64"])
+def test_icount_is_tcg_on_one_thread_one_ns_per_instruction(name):
+    """QEMU counts instructions only with one TCG thread: a guest left on
+    thread=multi would not start."""
+    from ci.guest import arch as guest_arch
+    args = vm.icount_args(guest_arch.load(name).TCG_ARGS)
+    assert not any("thread=multi" in a for a in args)
+    assert args[args.index("-accel") + 1] == "tcg,thread=single"
+    assert args[-2:] == ["-icount", "shift=0,sleep=off"]
+    # the machine and CPU stay the architecture's own
+    assert args[:2] == guest_arch.load(name).TCG_ARGS[:2]
+
+
+@pytest.mark.parametrize("how", [("--icount",), ("--icount", "on")])
+def test_an_icount_boot_says_so_in_its_run(tmp_path, how):
+    for env in ({}, {"VMTEST_ICOUNT": "on"}):
+        p, out = boot(tmp_path, "--accel", "tcg", *(how if not env else ()),
+                      env=env)
+        assert p.returncode == 0, p.stderr
+        run = json.loads((out / "run.json").read_text())
+        assert run["icount"] is True
+        assert run["command"][run["command"].index("-icount") + 1] == \
+            "shift=0,sleep=off"
+        assert "instruction counter" in run["accel_reason"]
+    p, out = boot(tmp_path, "--accel", "tcg", env={"VMTEST_ICOUNT": "off"})
+    run = json.loads((out / "run.json").read_text())
+    assert run["icount"] is False and "-icount" not in run["command"]
+
+
+@pytest.mark.parametrize("env,says", [
+    ({"VMTEST_ICOUNT": "on", "VMTEST_SLOW": "on"}, "do not go together"),
+    ({"VMTEST_ICOUNT": "shift=2"}, "use on or off")])
+def test_icount_refuses_what_it_cannot_honour(tmp_path, env, says):
+    p, out = boot(tmp_path, "--accel", "tcg", env=env)
+    assert p.returncode == 2 and says in p.stderr
+    assert not out.exists()

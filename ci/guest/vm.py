@@ -6,7 +6,7 @@ usage: python3 -m ci.guest.vm --kernel BZIMAGE --initrd CPIO --out DIR
              [--timeout S] [--filter GTEST_FILTER] [--jobs N]
              [--accel kvm|tcg] [--bench PLAN] [--stress SECONDS]
              [--stress-args A,B] [--realstacks PLAN] [--keep NAME] [--stuck-grace S]
-             [--slow N]
+             [--slow N] [--icount]
 
 The one writer of the run directory DIR, made anew: DIR/console.log
 (ttyS0: boot log, KUnit, splats), DIR/results.log (ttyS1: the selftests'
@@ -18,7 +18,12 @@ CPIO.programs and CPIO.left_out, written by ci/guest/mkinitramfs.sh). It decides
 those logs. --slow N (make vmtest SLOW=) runs the guest as on a host N
 times slower: QEMU gets 1/N of every 3 ms (SIGSTOP and SIGCONT), so the
 guest's clock goes on at the host's pace while it runs 1/N of the
-instructions, in user and kernel code alike.
+instructions, in user and kernel code alike. --icount (make overhead's
+default, VMTEST_ICOUNT=on) runs a TCG guest on QEMU's instruction
+counter: one thread for every vCPU, and the guest's clock advances 1 ns
+per instruction executed, whatever the host's speed and load, so a time
+measured in the guest is a count of the guest's instructions; under
+KVM it is ignored (the guest runs on the host's clock).
 It only watches the console as it streams, and stops the
 guest --stuck-grace seconds after the first soft lockup, hung task or RCU
 stall (ci/console.py's STUCK): such a guest never finishes by itself
@@ -73,6 +78,27 @@ def stop(proc):
 # (doc/harness.md, "Slow hosts", has the measured factors).
 SLOW_DEFAULT = 3
 SLOW_PERIOD = 0.003  # s: QEMU runs the first 1/N of each period
+
+
+def icount_wanted(value):
+    """Whether --icount's VALUE (VMTEST_ICOUNT) asks for the counter."""
+    if value in ("", "0", "off", "no"):
+        return False
+    if value in ("1", "on", "yes"):
+        return True
+    raise ValueError(f"VMTEST_ICOUNT={value}: use on or off (make's "
+                     "ICOUNT=)")
+
+
+def icount_args(tcg_args):
+    """TCG_ARGS on the instruction counter: QEMU counts instructions on
+    one thread only (thread=single), and shift=0 makes each one 1 ns of
+    the guest's clock; sleep=off skips the idle guest's waits instead of
+    sleeping through them in host time."""
+    args = [a.replace("thread=multi", "thread=single") for a in tcg_args]
+    if not any("thread=single" in a for a in args):
+        args += ["-accel", "tcg,thread=single"]
+    return args + ["-icount", "shift=0,sleep=off"]
 
 
 def slow_factor(value):
@@ -248,6 +274,10 @@ def main(argv=None):
     ap.add_argument("--slow", default=os.environ.get("VMTEST_SLOW", ""),
                     help="on, N or off: run the guest as on a host N "
                     "times slower (on: 3)")
+    ap.add_argument("--icount", nargs="?", const="on",
+                    default=os.environ.get("VMTEST_ICOUNT", ""),
+                    help="on or off: under TCG, the guest's clock counts "
+                    "its instructions (1 ns each)")
     ap.add_argument("--arch", default=os.environ.get("VMTEST_ARCH", ""),
                     help="the guest's architecture: x86_64 (default) or "
                     "arm64 (ci/guest/arch.py)")
@@ -255,6 +285,11 @@ def main(argv=None):
     try:
         arch = guest_arch.load(a.arch)
         slow = slow_factor(a.slow)
+        icount = icount_wanted(a.icount)
+        if icount and slow is not None:
+            raise ValueError("SLOW= and ICOUNT=on do not go together: "
+                             "the instruction counter's clock never sees "
+                             "the host's speed; give one of them")
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -280,6 +315,13 @@ def main(argv=None):
         return 2
     if slow is not None:
         why += f"; slow-host mode (SLOW=): 1/{slow:g} of the host's time"
+    if icount and acc == "kvm":
+        icount = False
+        why += "; instruction counter asked for, but it is TCG's: the " \
+            "guest runs on the host's clock"
+    elif icount:
+        why += "; instruction counter: the guest's clock is its " \
+            "instructions, 1 ns each"
     print(f"vm: accelerator {acc}: {why}")
     shutil.rmtree(a.out, ignore_errors=True)
     os.makedirs(a.out)
@@ -291,12 +333,13 @@ def main(argv=None):
             shutil.copyfile(src, os.path.join(a.out, name))
     for name in arch.SERIAL:
         open(os.path.join(a.out, f"{name}.log"), "w").close()
-    accel_args = arch.KVM_ARGS if acc == "kvm" else arch.TCG_ARGS
+    accel_args = arch.KVM_ARGS if acc == "kvm" else \
+        icount_args(arch.TCG_ARGS) if icount else arch.TCG_ARGS
     cmd = command(a, qemu, accel_args, arch)
     run = {"arch": arch.NAME, "accel": acc, "accel_reason": why, "smp": a.smp, "mem": a.mem,
            "timeout": a.timeout, "filter": a.filter, "jobs": a.jobs,
            "bench": a.bench, "stress": a.stress,
-           "realstacks": a.realstacks, "slow": slow,
+           "realstacks": a.realstacks, "slow": slow, "icount": icount,
            "command": cmd}
     # SIGTERM (a cancelled CI job) ends vm.py through boot_once's finally.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

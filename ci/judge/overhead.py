@@ -122,6 +122,17 @@ def walk_table(costs):
     return lines
 
 
+def clock(info):
+    """What the run's times are, from its run.json (INFO)."""
+    if info.get("icount"):
+        return (f"times are instructions ({info.get('smp', '?')} vCPU on "
+                "QEMU's instruction counter, 1 ns each: the program, the "
+                "kernel's sampling and perf's reader all counted)")
+    if info.get("accel") == "kvm":
+        return "times are the host's (KVM)"
+    return "times are TCG's: only ratios count"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run_dir", nargs="?")
@@ -129,6 +140,7 @@ def main(argv=None):
     ap.add_argument("--out")
     a = ap.parse_args(argv)
     problems = []
+    info = {}
     if a.results:
         text = open(a.results, errors="replace").read()
         out = a.out or os.path.dirname(os.path.abspath(a.results))
@@ -140,7 +152,7 @@ def main(argv=None):
             print(f"error: {e} missing: run 'make overhead'",
                   file=sys.stderr)
             return 2
-        text, out = run.results, a.out or a.run_dir
+        text, out, info = run.results, a.out or a.run_dir, run.info
         problems += run.problems()
     else:
         ap.error("give RUN_DIR or --results FILE")
@@ -166,8 +178,8 @@ def main(argv=None):
     summary = summarize(runs)
     head = (f"overhead: kernel {(start or {}).get('kernel', '?')}, "
             f"{(start or {}).get('reps', '?')} repetitions (medians); "
-            "times are TCG's: only ratios count; time = the program's "
-            "wall time over its unprofiled one")
+            f"{clock(info)}; time = the program's wall time over its "
+            "unprofiled one")
     lines = [head] + table(summary)
     if walks:
         lines += [""] + walk_table(walk_costs(walks))
