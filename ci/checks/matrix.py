@@ -84,6 +84,11 @@ ROWS = [
     Row("x86_64-defconfig-nounwind", "x86_64", "defconfig",
         {"PERF_EVENTS": "y", "UNWIND_USER": "n"},
         why="perf without the unwinder: deferred requests refused"),
+    # The SFrame reader is a choice of its own (UNWIND_USER_SFRAME): the
+    # walk must build and work by frame pointers alone without it.
+    Row("x86_64-defconfig-nosframe", "x86_64", "defconfig",
+        {"UNWIND_USER_SFRAME": "n"}, unwind="y",
+        why="the unwinder without its SFrame reader"),
     # x86 selects PERF_EVENTS: perf off is tried on arm64, which does not.
     # CoreSight selects PERF_EVENTS: off with it.
     Row("arm64-defconfig-noperf", "arm64", "defconfig",
