@@ -113,14 +113,13 @@ export ACCEL
 # 1/N of the host's time (ci/guest/vm.py, doc/harness.md "Slow hosts").
 SLOW       ?=
 export VMTEST_SLOW := $(SLOW)
-# ICOUNT=on|off: a TCG guest's clock counts its instructions, 1 ns each
-# (ci/guest/vm.py --icount): a time measured in the guest is then the same
-# on any host, under any load. make overhead's default is on, with one
-# vCPU (SMP= overrides); elsewhere off.
+# make overhead ICOUNT=on|off: the TCG guest's clock counts its
+# instructions, 1 ns each (ci/guest/vm.py --icount), so a time measured in
+# the guest is the same on any host, under any load. On by default (off
+# with SLOW=), with one vCPU (SMP= overrides); no other target uses it.
 ICOUNT     ?=
-export VMTEST_ICOUNT := $(ICOUNT)
-OVERHEAD_ICOUNT := $(or $(ICOUNT),on)
-OVERHEAD_SMP := $(if $(filter command line,$(origin SMP)),$(SMP),$(if $(filter on,$(OVERHEAD_ICOUNT)),1,$(shell nproc)))
+OVERHEAD_ICOUNT := $(or $(ICOUNT),$(if $(filter-out off no 0,$(SLOW)),off,on))
+OVERHEAD_SMP := $(if $(filter command line,$(origin SMP)),$(SMP),$(if $(filter on yes 1,$(OVERHEAD_ICOUNT)),1,$(shell nproc)))
 # EXPECT_FEATURE=yes|no|auto: whether a skipped feature test fails (auto:
 # yes when the kernel's .config enables the series, CONFIG_UNWIND_USER=y).
 export EXPECT_FEATURE

@@ -136,5 +136,24 @@ def test_the_header_says_what_the_times_are():
         in overhead.clock({"icount": True, "smp": 1, "accel": "tcg"})
     assert overhead.clock({"icount": False, "accel": "tcg"}) == \
         "times are TCG's: only ratios count"
-    assert overhead.clock({}) == "times are TCG's: only ratios count"
+    assert "unknown" in overhead.clock({})
     assert "host's" in overhead.clock({"accel": "kvm"})
+
+
+def test_the_table_says_what_its_times_are(tmp_path, capsys):
+    """main() heads the table with the run's clock, from the run.json
+    beside --results: the kept real run was on the instruction
+    counter."""
+    import os
+    import shutil
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
+                        "overhead")
+    for f in ("results.log", "run.json"):
+        shutil.copy(os.path.join(data, f), tmp_path / f)
+    assert overhead.main(["--results", str(tmp_path / "results.log")]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert "times are instructions (1 vCPU on QEMU's instruction counter" \
+        in head
+    (tmp_path / "run.json").unlink()
+    assert overhead.main(["--results", str(tmp_path / "results.log")]) == 0
+    assert "unknown (no run.json)" in capsys.readouterr().out.splitlines()[0]

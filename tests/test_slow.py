@@ -63,6 +63,9 @@ def boot(tmp_path, *extra, env=None):
     out = tmp_path / "run"
     e = dict(os.environ, VMTEST_QEMU=str(qemu), FAKE_SECONDS="1.5",
              FAKE_OUT=str(tmp_path / "steps"), VMTEST_KVM_DEV="/nonexistent")
+    # the caller's own clock settings are not the test's
+    e.pop("VMTEST_SLOW", None)
+    e.pop("VMTEST_ICOUNT", None)
     e.update(env or {})
     p = subprocess.run(
         [sys.executable, "-m", "ci.guest.vm", "--kernel",
@@ -125,6 +128,7 @@ def test_a_cancelled_slow_run_leaves_no_qemu_behind(tmp_path):
     pidfile = tmp_path / "pid"
     env = dict(os.environ, VMTEST_QEMU=str(qemu), FAKE_PID=str(pidfile),
                VMTEST_SLOW="on")
+    env.pop("VMTEST_ICOUNT", None)
     p = subprocess.Popen(
         [sys.executable, "-m", "ci.guest.vm", "--kernel",
          str(tmp_path / "bzImage"), "--initrd", str(tmp_path / "initrd"),

@@ -10,11 +10,15 @@ over the unprofiled one's, samples, perf.data bytes per sample, and
 deferred's time over in place's), then the deferred walk's time per
 frame in each program's frame-pointer and SFrame builds (medians of each
 repetition's summed walk time over its frames), and writes them to
-summary.txt in the run directory (or --out). Exit 0: every run made; 1: a run failed or the
+summary.txt in the run directory (or --out); the header says what the
+times are (instructions on QEMU's instruction counter, TCG's or the
+host's), from the run's run.json (with --results, the one beside the
+file, if any). Exit 0: every run made; 1: a run failed or the
 run cannot be trusted (the guest's checks, ci/judge/vmtest/rundir.py);
 2: usage. The times are the measurement, never judged.
 """
 import argparse
+import json
 import os
 import sys
 
@@ -130,7 +134,9 @@ def clock(info):
                 "kernel's sampling and perf's reader all counted)")
     if info.get("accel") == "kvm":
         return "times are the host's (KVM)"
-    return "times are TCG's: only ratios count"
+    if info.get("accel") == "tcg":
+        return "times are TCG's: only ratios count"
+    return "what the times are is unknown (no run.json)"
 
 
 def main(argv=None):
@@ -144,6 +150,12 @@ def main(argv=None):
     if a.results:
         text = open(a.results, errors="replace").read()
         out = a.out or os.path.dirname(os.path.abspath(a.results))
+        # the run's run.json, if it was kept beside (tests/data/overhead)
+        beside = os.path.join(os.path.dirname(os.path.abspath(a.results)),
+                              "run.json")
+        if os.path.exists(beside):
+            with open(beside) as f:
+                info = json.load(f)
     elif a.run_dir:
         from ci.judge.vmtest import rundir
         try:
