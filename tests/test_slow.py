@@ -1,5 +1,6 @@
-"""The guest's clock. make vmtest SLOW=: the slow-host mode (ci/guest/vm.py --slow) gives QEMU
-1/N of the host's time, with the host's limits scaled by N; and the
+"""The guest's clock. make vmtest SLOW=: the slow-host mode
+(ci/guest/vm.py --slow) gives QEMU 1/N of the host's time, with the
+host's limits scaled by N; and the
 verdict names the guest's measured speed
 (selftests/host_speed.c's line, ci/guest/init). The guest side, that the mode
 really makes the guest slower, is measured in doc/harness.md ("Slow
@@ -163,20 +164,25 @@ def test_icount_is_tcg_on_one_thread_one_ns_per_instruction(name):
     assert args[:2] == guest_arch.load(name).TCG_ARGS[:2]
 
 
-@pytest.mark.parametrize("how", [("--icount",), ("--icount", "on")])
-def test_an_icount_boot_says_so_in_its_run(tmp_path, how):
-    for env in ({}, {"VMTEST_ICOUNT": "on"}):
-        p, out = boot(tmp_path, "--accel", "tcg", *(how if not env else ()),
-                      env=env)
-        assert p.returncode == 0, p.stderr
-        run = json.loads((out / "run.json").read_text())
-        assert run["icount"] is True
-        assert run["command"][run["command"].index("-icount") + 1] == \
-            "shift=0,sleep=off"
-        assert "instruction counter" in run["accel_reason"]
+@pytest.mark.parametrize("how,env", [
+    (("--icount",), {}), (("--icount", "on"), {}),
+    ((), {"VMTEST_ICOUNT": "on"})])
+def test_an_icount_boot_says_so_in_its_run(tmp_path, how, env):
+    p, out = boot(tmp_path, "--accel", "tcg", *how, env=env)
+    assert p.returncode == 0, p.stderr
+    run = json.loads((out / "run.json").read_text())
+    assert run["icount"] is True
+    assert run["command"][run["command"].index("-icount") + 1] == \
+        "shift=0,sleep=off"
+    assert "instruction counter" in run["accel_reason"]
+
+
+def test_a_boot_without_icount_keeps_tcg_threads(tmp_path):
     p, out = boot(tmp_path, "--accel", "tcg", env={"VMTEST_ICOUNT": "off"})
+    assert p.returncode == 0, p.stderr
     run = json.loads((out / "run.json").read_text())
     assert run["icount"] is False and "-icount" not in run["command"]
+    assert "tcg,thread=multi" in run["command"]
 
 
 @pytest.mark.parametrize("env,says", [
