@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from ci.guest import arch as guest_arch
 from ci.guest import vm
 from ci.judge.vmtest import report
 
@@ -155,7 +156,6 @@ def test_a_cancelled_slow_run_leaves_no_qemu_behind(tmp_path):
 def test_icount_is_tcg_on_one_thread_one_ns_per_instruction(name):
     """QEMU counts instructions only with one TCG thread: a guest left on
     thread=multi would not start."""
-    from ci.guest import arch as guest_arch
     args = vm.icount_args(guest_arch.load(name).TCG_ARGS)
     assert not any("thread=multi" in a for a in args)
     assert args[args.index("-accel") + 1] == "tcg,thread=single"

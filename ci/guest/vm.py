@@ -80,9 +80,13 @@ SLOW_DEFAULT = 3
 SLOW_PERIOD = 0.003  # s: QEMU runs the first 1/N of each period
 
 
+# What --slow and --icount (make's SLOW= and ICOUNT=) take for off
+OFF = ("", "0", "off", "no")
+
+
 def icount_wanted(value):
     """Whether --icount's VALUE (VMTEST_ICOUNT) asks for the counter."""
-    if value in ("", "0", "off", "no"):
+    if value in OFF:
         return False
     if value in ("1", "on", "yes"):
         return True
@@ -95,18 +99,16 @@ def icount_args(tcg_args):
     one thread only (thread=single), and shift=0 makes each one 1 ns of
     the guest's clock; sleep=off skips the idle guest's waits instead of
     sleeping through them in host time."""
-    args = [a.replace("thread=multi", "thread=single") for a in tcg_args]
-    if not any("thread=single" in a for a in args):
-        args += ["-accel", "tcg,thread=single"]
-    return args + ["-icount", "shift=0,sleep=off"]
+    return [a.replace("thread=multi", "thread=single") for a in tcg_args] + \
+        ["-icount", "shift=0,sleep=off"]
 
 
 def slow_factor(value):
     """The slowdown of --slow VALUE: None for off (""), SLOW_DEFAULT for
     "on", else a number from 1.5 to 10."""
-    if value in ("", "0", "off", "no"):
+    if value in OFF:
         return None
-    if value in ("on", "yes"):
+    if value in ("on", "yes"):  # not "1": a number is a factor
         return SLOW_DEFAULT
     try:
         n = float(value)
