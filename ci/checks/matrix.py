@@ -85,7 +85,7 @@ ROWS = [
         {"PERF_EVENTS": "y", "UNWIND_USER": "n"},
         why="perf without the unwinder: deferred requests refused"),
     # The SFrame reader is a choice of its own (UNWIND_USER_SFRAME): the
-    # walk must build and work by frame pointers alone without it.
+    # series must build without it (the walk then goes by frame pointers).
     Row("x86_64-defconfig-nosframe", "x86_64", "defconfig",
         {"UNWIND_USER_SFRAME": "n"}, unwind="y",
         why="the unwinder without its SFrame reader"),
