@@ -37,7 +37,8 @@ void fuzz_user_read(unsigned long addr, unsigned long n)
 static void check_row(const struct sframe_section *sec, unsigned long ip)
 {
 	struct sframe_row a, b;
-	int r1, r2;
+	struct sframe_span span;
+	int r1, r2, end;
 
 	memset(&a, 0x5a, sizeof(a));
 	memset(&b, 0xa5, sizeof(b));
@@ -52,6 +53,19 @@ static void check_row(const struct sframe_section *sec, unsigned long ip)
 		return;
 	if (memcmp(&a, &b, sizeof(a)))
 		abort();
+	/*
+	 * The span the walk keeps the row for: it holds @ip, and its first
+	 * and last addresses have the same row, whatever the table holds
+	 */
+	if (sframe_find_row_span(sec, ip, &b, &span) || memcmp(&a, &b, sizeof(a)) ||
+	    ip - span.start >= span.end - span.start)
+		abort();
+	for (end = 0; end < 2; end++) {
+		memset(&b, 0xa5, sizeof(b));
+		if (sframe_find_row(sec, end ? span.end - 1 : span.start, &b) ||
+		    memcmp(&a, &b, sizeof(a)))
+			abort();
+	}
 	if (a.outermost)
 		return;
 	if (a.fp_base > SFRAME_BASE_FP || (a.fp_base && !a.fp_saved))
@@ -99,6 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i < n; i++) {
 		unsigned long start;
 		struct sframe_fde fde;
+		struct sframe_span span;
 
 		/* Spread the probes over the whole table */
 		u32 k = (u32)((u64)i * sec.num_fdes / n);
@@ -107,7 +122,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();	/* inside the accepted section */
 		check_row(&sec, start);
 		check_row(&sec, start - 1);
-		if (sframe_find_fde(&sec, start, &fde))
+		if (sframe_find_fde(&sec, start, &fde, &span))
 			continue;
 		check_row(&sec, start + 1);
 		check_row(&sec, start + fde.size / 2);

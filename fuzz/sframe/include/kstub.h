@@ -32,6 +32,9 @@ typedef uint64_t __le64;
 #define EXPORT_SYMBOL_IF_KUNIT(sym)
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define min_t(type, a, b) ((type)(a) < (type)(b) ? (type)(a) : (type)(b))
+#define ULONG_MAX (~0UL)
+#define min(a, b) ({ __typeof__(a) _a = (a); __typeof__(b) _b = (b); _a < _b ? _a : _b; })
+#define max(a, b) ({ __typeof__(a) _a = (a); __typeof__(b) _b = (b); _a > _b ? _a : _b; })
 
 #define EINVAL 22
 #define EFAULT 14
