@@ -57,7 +57,8 @@ static void check_row(const struct sframe_section *sec, unsigned long ip)
 	 * The span the walk keeps the row for: it holds @ip, and its first
 	 * and last addresses have the same row, whatever the table holds
 	 */
-	if (sframe_find_row_span(sec, ip, &b, &span) || memcmp(&a, &b, sizeof(a)) ||
+	if (sframe_find_row_span(sec, ip, &b, &span) ||
+	    memcmp(&a, &b, sizeof(a)) ||
 	    ip - span.start >= span.end - span.start)
 		abort();
 	for (end = 0; end < 2; end++) {
