@@ -8,7 +8,8 @@
  * reader accepts it, looked up at the start, middle and end of (up to
  * 64 of) its functions and just outside them, and at addresses taken
  * from the input. Besides what ASan and UBSan catch, the target aborts
- * when the reader reads outside the section it accepted, when a lookup
+ * when the reader reads outside the section it accepted or the user
+ * access region it opened, leaves one open, when a lookup
  * gives a different answer the second time, or when a row it returns
  * breaks the row's own invariants.
  */
@@ -34,6 +35,49 @@ void fuzz_user_read(unsigned long addr, unsigned long n)
 	}
 }
 
+/* The user access region open, if any */
+static bool uaccess_open;
+static unsigned long uaccess_lo, uaccess_hi;
+
+void fuzz_uaccess_begin(unsigned long addr, unsigned long len)
+{
+	if (uaccess_open) {
+		fprintf(stderr, "user access region opened twice\n");
+		abort();
+	}
+	uaccess_open = true;
+	uaccess_lo = addr;
+	uaccess_hi = addr + len;
+}
+
+void fuzz_uaccess_check(unsigned long addr, unsigned long n)
+{
+	if (!uaccess_open || addr < uaccess_lo || addr + n > uaccess_hi) {
+		fprintf(stderr, "unsafe read of %lu bytes at %#lx outside the region [%#lx, %#lx)%s\n",
+			n, addr, uaccess_lo, uaccess_hi,
+			uaccess_open ? "" : " (closed)");
+		abort();
+	}
+}
+
+void fuzz_uaccess_end(void)
+{
+	if (!uaccess_open) {
+		fprintf(stderr, "user access region closed twice\n");
+		abort();
+	}
+	uaccess_open = false;
+}
+
+/* Every entry of the reader closes the region it opened */
+static void check_closed(void)
+{
+	if (uaccess_open) {
+		fprintf(stderr, "user access region left open\n");
+		abort();
+	}
+}
+
 static void check_row(const struct sframe_section *sec, unsigned long ip)
 {
 	struct sframe_row a, b;
@@ -43,6 +87,7 @@ static void check_row(const struct sframe_section *sec, unsigned long ip)
 	memset(&a, 0x5a, sizeof(a));
 	memset(&b, 0xa5, sizeof(b));
 	r1 = sframe_find_row(sec, ip, &a);
+	check_closed();
 	r2 = sframe_find_row(sec, ip, &b);
 	if (r1 != r2)
 		abort();
@@ -119,8 +164,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* Spread the probes over the whole table */
 		u32 k = (u32)((u64)i * sec.num_fdes / n);
 
+		if (!user_read_access_begin((void *)sec.fdes,
+					    sec.num_fdes * sec.fde_size))
+			abort();
 		if (sframe_fde_func_start(&sec, k, &start))
 			abort();	/* inside the accepted section */
+		user_read_access_end();
 		check_row(&sec, start);
 		check_row(&sec, start - 1);
 		if (sframe_find_fde(&sec, start, &fde, &span))
@@ -134,6 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i + 4 <= size && i < 64; i += 4)
 		check_row(&sec, addr + (s32)get_unaligned_le32(data + size - 4 - i));
 out:
+	check_closed();
 	sec_hi = 0;
 	free(mem);
 	return 0;

@@ -103,4 +103,34 @@ static inline unsigned long copy_from_user(void *dst, const void *src,
 		r_ ? -EFAULT : 0;                                         \
 	})
 
+/*
+ * A user access region: unsafe_get_user() only between the two calls,
+ * inside the range the first one named, and regions neither nested nor
+ * left open (the fuzzer aborts otherwise).
+ */
+void fuzz_uaccess_begin(unsigned long addr, unsigned long len);
+void fuzz_uaccess_check(unsigned long addr, unsigned long n);
+void fuzz_uaccess_end(void);
+
+#define user_read_access_begin(ptr, len)                                  \
+	({                                                                \
+		unsigned long a_ = (unsigned long)(ptr), l_ = (len);      \
+		fuzz_uaccess_begin(a_, l_);                               \
+		a_ <= TASK_SIZE && l_ <= TASK_SIZE - a_;                  \
+	})
+#define user_read_access_end() fuzz_uaccess_end()
+#define unsafe_get_user(x, ptr, label)                                    \
+	do {                                                              \
+		fuzz_uaccess_check((unsigned long)(ptr), sizeof(*(ptr))); \
+		if (get_user(x, ptr))                                     \
+			goto label;                                       \
+	} while (0)
+
+static inline s32 sign_extend32(u32 value, int index)
+{
+	u8 shift = 31 - index;
+
+	return (s32)(value << shift) >> shift;
+}
+
 #endif
