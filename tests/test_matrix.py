@@ -72,6 +72,22 @@ def test_a_warning_counts_as_new_only_beyond_the_base_s():
         "[-Wmissing-prototypes]"]
 
 
+
+def test_objtool_warnings_count_for_the_objects_source_file_s():
+    files = ["kernel/unwind/sframe.c"]
+    base = matrix.warnings("kernel/unwind/user.o: warning: objtool: f+0x1a: "
+                           "unreachable instruction\n", files)
+    series = matrix.warnings(
+        "kernel/unwind/sframe.o: warning: objtool: sframe_fde_find_row+0x3f5:"
+        " call to __ubsan_handle_out_of_bounds() with UACCESS enabled\n",
+        files)
+    assert base == []
+    # The offset moves with any change to the function: not compared.
+    assert matrix.new_warnings(base, series) == [
+        "kernel/unwind/sframe.c: warning: objtool: sframe_fde_find_row: "
+        "call to __ubsan_handle_out_of_bounds() with UACCESS enabled"]
+
+
 FAKE_MAKE = r'''#!/bin/sh
 # make for matrix.py: configs write .config, all makes an object per C
 # file of the tree, W=1 prints each "//warn X" line of a target's source

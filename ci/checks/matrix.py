@@ -89,6 +89,11 @@ ROWS = [
     Row("x86_64-defconfig-nosframe", "x86_64", "defconfig",
         {"UNWIND_USER_SFRAME": "n"}, unwind="y",
         why="the unwinder without its SFrame reader"),
+    # objtool checks that nothing runs out of line with user access open
+    # (the SFrame reader's lookups); UBSAN's bounds checks are such calls.
+    Row("x86_64-defconfig-ubsan", "x86_64", "defconfig",
+        {"UBSAN": "y", "UBSAN_BOUNDS": "y", "UBSAN_TRAP": "n"}, unwind="y",
+        why="sanitizer calls where objtool checks user access regions"),
     # x86 selects PERF_EVENTS: perf off is tried on arm64, which does not.
     # CoreSight selects PERF_EVENTS: off with it.
     Row("arm64-defconfig-noperf", "arm64", "defconfig",
@@ -263,23 +268,29 @@ def series_files(tree):
 
 
 WARNING = re.compile(r"^(\S+?):(\d+:)?(\d+:)? (warning|error): (.*)$")
+OFFSET = re.compile(r"\+0x[0-9a-f]+\b")
 
 
 def warnings(log_text, files):
     """'file: warning: text' of the compiler lines about FILES (as FILES
     name them), without line and column numbers, counted (a list with
-    repeats)."""
+    repeats). objtool's lines name the object (FILE.o) and an offset into
+    the function, which moves with any change to it: counted for FILE.c,
+    without the offset."""
     out = []
     for line in log_text.splitlines():
         m = WARNING.match(line.strip())
         if not m:
             continue
-        path = m.group(1)
+        path, text = m.group(1), m.group(5)
+        if path.endswith(".o"):
+            path = path[:-2] + ".c"
+            text = OFFSET.sub("", text)
         # Named as the series names it: the two trees' paths differ.
         f = next((f for f in files if path == f or path.endswith("/" + f)),
                  None)
         if f:
-            out.append(f"{f}: {m.group(4)}: {m.group(5)}")
+            out.append(f"{f}: {m.group(4)}: {text}")
     return out
 
 
