@@ -212,8 +212,11 @@ realstacks: kernel initramfs-realstacks ## real programs' deferred stacks agains
 
 # make overhead: the real programs' run time unprofiled and sampled at 1
 # and 10 kHz, user callchains in place and deferred (doc/bench.md)
-overhead: kernel initramfs-realstacks ## what sampling costs real programs (xz, gzip, sqlite3), in place against deferred, one guest run
-	@VMTEST_ICOUNT=$(OVERHEAD_ICOUNT) bash ci/judge/realstacks.sh "$(KOBJ)" "$(REALSTACKS_INITRD)" "$(OUT)/overhead" "$(OVERHEAD_SMP)" overhead
+# PROFILE=1: instead, where the deferred walks' time goes (a profile of
+# the kernel while each program's fp and SFrame builds are sampled)
+OVERHEAD_PLAN := $(if $(filter-out 0 no off,$(PROFILE)),profile,overhead)
+overhead: kernel initramfs-realstacks ## what sampling costs real programs (xz, gzip, sqlite3), in place against deferred, one guest run (PROFILE=1: where the walks' time goes)
+	@VMTEST_ICOUNT=$(OVERHEAD_ICOUNT) bash ci/judge/realstacks.sh "$(KOBJ)" "$(REALSTACKS_INITRD)" "$(OUT)/$(OVERHEAD_PLAN)" "$(OVERHEAD_SMP)" $(OVERHEAD_PLAN)
 
 # The host tests' real recording (tests/data/guest-recording): gzip built
 # with SFrame, its deferred recording from the guest, converted by our perf.

@@ -157,3 +157,41 @@ def test_the_table_says_what_its_times_are(tmp_path, capsys):
     (tmp_path / "run.json").unlink()
     assert overhead.main(["--results", str(tmp_path / "results.log")]) == 0
     assert "unknown (no run.json)" in capsys.readouterr().out.splitlines()[0]
+
+
+def profile_lines(walk=40):
+    tag = "# realstacks-profile: program=sqlite3 build=sframe"
+    out = ["# realstacks-start: kernel=6.12.0 plan=profile reps=3",
+           f"{tag} total=1000 walk={walk}"]
+    if walk:
+        out += [f"{tag} self=30 sym=sframe_fde_find_row",
+                f"{tag} self=10 sym=unwind_user_walk",
+                f"{tag} incl=40 sym=unwind_user_walk",
+                f"{tag} incl=30 sym=sframe_fde_find_row",
+                f"{tag} incl=32 sym=sframe_find_row_span"]
+    return "\n".join(out + ["# realstacks-end: profile"]) + "\n"
+
+
+def test_a_profile_gives_each_functions_share_of_the_walk(tmp_path,
+                                                           capsys):
+    res = tmp_path / "results.log"
+    res.write_text(profile_lines())
+    assert overhead.main(["--results", str(res)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    at = out.index("self %  incl %  function")
+    assert "40 of 1000 kernel samples in the deferred walk" in out[at - 1]
+    # by the samples that went through each function, most first
+    assert [l.split() for l in out[at + 1:at + 4]] == [
+        ["25.0", "100.0", "unwind_user_walk"],
+        ["0.0", "80.0", "sframe_find_row_span"],
+        ["75.0", "75.0", "sframe_fde_find_row"]]
+    # no overhead table for a profile run
+    assert not any(l.startswith("program  rate") for l in out)
+
+
+def test_a_profile_without_walk_samples_fails(tmp_path, capsys):
+    res = tmp_path / "results.log"
+    res.write_text(profile_lines(walk=0))
+    assert overhead.main(["--results", str(res)]) == 1
+    assert "sqlite3 sframe profile: no sample in the deferred walk" in \
+        capsys.readouterr().out

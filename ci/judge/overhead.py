@@ -10,7 +10,10 @@ over the unprofiled one's, samples, perf.data bytes per sample, and
 deferred's time over in place's), then the deferred walk's time per
 frame in each program's frame-pointer and SFrame builds (medians of each
 repetition's summed walk time over its frames), and writes them to
-summary.txt in the run directory (or --out); the header says what the
+summary.txt in the run directory (or --out). A profile run (make
+overhead PROFILE=1) prints instead, per program and build, the functions
+the kernel's samples inside the deferred walk hit (self) and went
+through (incl), as shares of the walk's samples. The header says what the
 times are (instructions on QEMU's instruction counter, TCG's or the
 host's), from the run's run.json (with --results, the one beside the
 file, if any). Exit 0: every run made; 1: a run failed or the
@@ -26,17 +29,21 @@ from ci.judge.vmtest.tagged_lines import fields
 
 TAG = "# realstacks-overhead:"
 WALKS = "# realstacks-walks:"
+PROFILE = "# realstacks-profile:"
+# The functions a profile table shows, most samples first
+PROFILE_TOP = 12
 
 
 def parse(text):
     """(start fields or None, [run fields], ended, [errors]) of the
-    runner's output; the walk lines are runs with a "build" field."""
+    runner's output; the walk lines are runs with a "build" field, the
+    profile lines runs with a "sym" or "total" field."""
     start, runs, ended, errors = None, [], False, []
     for raw in text.splitlines():
         line = raw.strip()
         if line.startswith("# realstacks-start:"):
             start = fields(line[2:])  # the tag word first, as fields wants
-        elif line.startswith(TAG) or line.startswith(WALKS):
+        elif line.startswith((TAG, WALKS, PROFILE)):
             runs.append(fields(line[2:]))
         elif line.startswith("# realstacks-end:"):
             ended = True
@@ -126,6 +133,37 @@ def walk_table(costs):
     return lines
 
 
+def profile_table(lines):
+    """The lines of the profile tables, one per program and build, from
+    the profile lines (runs with a "sym" or "total" field)."""
+    by = {}
+    for r in lines:
+        p = by.setdefault((r["program"], r["build"]),
+                          {"total": 0, "walk": 0, "self": {}, "incl": {}})
+        if "total" in r:
+            p["total"], p["walk"] = r["total"], r["walk"]
+        for kind in ("self", "incl"):
+            if kind in r:
+                p[kind][r["sym"]] = r[kind]
+    out = []
+    for (prog, build), p in sorted(by.items()):
+        walk = p["walk"] or 1
+        out += ["", f"profile: {prog} {build}: {p['walk']} of {p['total']} "
+                "kernel samples in the deferred walk (one every 9973 "
+                "instructions)",
+                "self %  incl %  function"]
+        syms = sorted(set(p["self"]) | set(p["incl"]),
+                      key=lambda k: (-p["incl"].get(k, 0),
+                                     -p["self"].get(k, 0), k))
+        syms = sorted(syms[:PROFILE_TOP] + sorted(
+            p["self"], key=lambda k: -p["self"][k])[:PROFILE_TOP],
+            key=syms.index)
+        for k in dict.fromkeys(syms):
+            out.append(f"{100 * p['self'].get(k, 0) / walk:6.1f}  "
+                       f"{100 * p['incl'].get(k, 0) / walk:6.1f}  {k}")
+    return out
+
+
 def clock(info):
     """What the run's times are, from its run.json (INFO)."""
     if info.get("icount"):
@@ -176,9 +214,14 @@ def main(argv=None):
     elif not ended:
         problems.append("the runner did not finish (no realstacks-end "
                         "line)")
+    profile = [r for r in runs if "sym" in r or "total" in r]
+    runs = [r for r in runs if r not in profile]
     problems += [f"{r['program']} {r['mode']} {r['hz']} Hz rep {r['rep']}: "
                  f"perf record exited {r['record']}" for r in runs
                  if "build" not in r and r["record"] != 0]
+    problems += [f"{r['program']} {r['build']} profile: no sample in the "
+                 "deferred walk" for r in profile
+                 if "total" in r and not r["walk"]]
     walks = [r for r in runs if "build" in r]
     problems += [f"{r['program']} {r['build']} walks rep {r['rep']}: perf "
                  f"record exited {r['record']}" if r["record"] else
@@ -192,9 +235,11 @@ def main(argv=None):
             f"{(start or {}).get('reps', '?')} repetitions (medians); "
             f"{clock(info)}; time = the program's wall time over its "
             "unprofiled one")
-    lines = [head] + table(summary)
+    lines = [head] + (table(summary) if summary or not profile else [])
     if walks:
         lines += [""] + walk_table(walk_costs(walks))
+    if profile:
+        lines += profile_table(profile)
     print("\n".join(lines))
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "summary.txt"), "w") as f:

@@ -6,7 +6,9 @@
 # vmtest.realstacks=), under the build lock, then judge the run and
 # print the table (python3 -m ci.judge.realstacks, doc/realstacks.md).
 # PLAN "overhead" (make overhead): what sampling costs the programs
-# (run.sh overhead; python3 -m ci.judge.overhead, doc/bench.md).
+# (run.sh overhead; python3 -m ci.judge.overhead, doc/bench.md); PLAN
+# "profile" (make overhead PROFILE=1): where the deferred walks' time
+# goes (run.sh profile; the same judge).
 # Exit: 0 every run made and judged, 1 a broken run, 2 usage.
 . "$(dirname "$0")/../guest/lib.sh"
 
@@ -18,8 +20,9 @@ t0=$SECONDS
 # make overhead on the instruction counter runs one TCG thread: 913 s on
 # the project's machine, so a host 2.5 times slower needs about 2300.
 timeout=1800
-[ "$plan" = overhead ] && timeout=3600
+[ "$plan" = overhead ] || [ "$plan" = profile ] && timeout=3600
 boot_guest "$kobj" "$initrd" "$dir" "$smp" "$timeout" --realstacks "$plan"
 log "realstacks: guest run $((SECONDS - t0)) s (lock wait included)"
-[ "$plan" = overhead ] && exec /usr/bin/python3 -m ci.judge.overhead "$dir"
+[ "$plan" = overhead ] || [ "$plan" = profile ] &&
+	exec /usr/bin/python3 -m ci.judge.overhead "$dir"
 exec /usr/bin/python3 -m ci.judge.realstacks --doc "$ROOT/doc/realstacks.md" "$dir"

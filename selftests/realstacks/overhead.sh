@@ -35,6 +35,18 @@
 # T the walks' summed time, F the frames of the deferred callchain records
 # (perf report -D: the user context marker left out), D those records.
 #
+# "overhead.sh profile" (make overhead PROFILE=1) runs instead, once per
+# program and build, the same sampled workload as the walk lines' under
+# a second perf record of the whole guest: cpu-clock in kernel mode
+# every 9973 ns (on the instruction counter, instructions), kernel
+# callchains only. Of its samples, those whose chain holds
+# unwind_user_walk() are the walk's: counted by the function they hit
+# (self) and by each function of the chain below the walk (incl):
+#
+#   # realstacks-profile: program=P build=B total=T walk=W
+#   # realstacks-profile: program=P build=B self=N sym=S
+#   # realstacks-profile: program=P build=B incl=N sym=S
+#
 #   overhead.sh loop N PROGRAM COMMAND...   the workload N times
 RS=${RS:-$(cd "$(dirname "$0")" && pwd)}
 PERF=${PERF:-/bin/perf}
@@ -66,6 +78,11 @@ if [ "${1:-}" = loop ]; then
 	exit 0
 fi
 
+plan=overhead
+if [ "${1:-}" = profile ]; then
+	plan=profile
+	shift
+fi
 reps=${1:-3}
 case $reps in '' | *[!0-9]*) echo "# realstacks-error: overhead REPS '$reps' is not a number"; exit 2 ;; esac
 
@@ -157,7 +174,63 @@ walk_run() {
 	return "$rc"
 }
 
-echo "# realstacks-start: kernel=$(uname -r) plan=overhead reps=$reps"
+# profile_run PROG LOOPS BUILD: walk_run's workload under a profile of
+# the guest's kernel; the walk's samples counted by function
+profile_run() {
+	prog=$1 loops=$2 build=$3
+	rc=0
+	dir=$W/$prog-profile-$build
+	rm -rf "$dir"
+	mkdir -p "$dir/work"
+	export OVERHEAD_TIME=$dir/time
+	# shellcheck disable=SC2046 # the command's words
+	(cd "$dir/work" && "$PERF" record -q -a -e cpu-clock:k -c 9973 -g \
+		--kernel-callchains -o "$dir/prof.data" -- \
+		"$PERF" record -q -B -m 2M -o "$dir/perf.data" -e cpu-clock \
+		-c 1000000 --call-graph fp,defer -- \
+		/bin/sh "$RS/overhead.sh" loop "$loops" "$prog" \
+		$(program_cmd "$prog" "$build")) >/dev/null 2>"$dir/err" || rc=$?
+	# A sample's chain: one "address symbol" line per frame, leaf first,
+	# then an empty line
+	"$PERF" script -i "$dir/prof.data" -F ip,sym 2>/dev/null |
+		bb awk -v tag="# realstacks-profile: program=$prog build=$build" '
+		function flush(	i, j) {
+			if (!n)
+				return
+			total++
+			for (i = 1; i <= n; i++) {
+				if (s[i] != "unwind_user_walk")
+					continue
+				walk++
+				self[s[1]]++
+				for (j = 1; j <= i; j++)
+					seen[s[j]] = 1
+				for (k in seen)
+					incl[k]++
+				split("", seen)
+				break
+			}
+			n = 0
+		}
+		NF == 0 { flush(); next }
+		{ s[++n] = NF > 1 ? $2 : "[unknown]" }
+		END {
+			flush()
+			printf "%s total=%d walk=%d\n", tag, total, walk
+			for (k in self)
+				printf "%s self=%d sym=%s\n", tag, self[k], k
+			for (k in incl)
+				printf "%s incl=%d sym=%s\n", tag, incl[k], k
+		}'
+	[ "$rc" = 0 ] || {
+		echo "# realstacks-error: $prog $build profile: perf record exited $rc"
+		bb sed 's/^/# overhead-err: /' "$dir/err" | bb head -5
+	}
+	rm -rf "$dir"
+	return "$rc"
+}
+
+echo "# realstacks-start: kernel=$(uname -r) plan=$plan reps=$reps"
 echo "# realstacks-perf: $("$PERF" --version 2>&1 | head -1)"
 status=0
 loops_of=
@@ -177,6 +250,15 @@ for prog in $PROGRAMS; do
 	echo "# realstacks-overhead-calibrate: program=$prog runs=$n cs=$t loops=$loops"
 	loops_of="$loops_of $prog=$loops"
 done
+if [ "$plan" = profile ]; then
+	for pl in $loops_of; do
+		for build in fp sframe; do
+			profile_run "${pl%=*}" "${pl#*=}" "$build" || status=1
+		done
+	done
+	echo "# realstacks-end: profile"
+	exit $status
+fi
 for rep in $(bb seq 1 "$reps"); do
 	for pl in $loops_of; do
 		prog=${pl%=*} loops=${pl#*=}

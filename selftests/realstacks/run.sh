@@ -32,6 +32,7 @@
 #
 #   run.sh workload PROGRAM COMMAND...   the workload alone (under perf)
 #   run.sh overhead [REPS]               what sampling costs (overhead.sh)
+#   run.sh profile                       where the walks' time goes (same)
 RS=${RS:-$(cd "$(dirname "$0")" && pwd)}
 PERF=${PERF:-/bin/perf}
 W=${W:-/tmp/realstacks}
@@ -91,9 +92,12 @@ if [ "${1:-}" = workload ]; then
 	exit $?
 fi
 # plan "overhead": what sampling costs the programs (overhead.sh), no
-# stack compared
+# stack compared; plan "profile": where the deferred walks' time goes
 if [ "${1:-}" = overhead ]; then
 	shift
+	exec /bin/sh "$RS/overhead.sh" "$@"
+fi
+if [ "${1:-}" = profile ]; then
 	exec /bin/sh "$RS/overhead.sh" "$@"
 fi
 
