@@ -162,7 +162,9 @@ def test_the_table_says_what_its_times_are(tmp_path, capsys):
 def profile_lines(walk=40):
     tag = "# realstacks-profile: program=sqlite3 build=sframe"
     out = ["# realstacks-start: kernel=6.12.0 plan=profile reps=3",
-           f"{tag} total=1000 walk={walk}"]
+           f"{tag} total=1000 walk={walk} frames=200 records=20",
+           "# realstacks-profile: program=sqlite3 build=fp total=900 "
+           "walk=5 frames=250 records=25"]
     if walk:
         out += [f"{tag} self=30 sym=sframe_fde_find_row",
                 f"{tag} self=10 sym=unwind_user_walk",
@@ -178,8 +180,14 @@ def test_a_profile_gives_each_functions_share_of_the_walk(tmp_path,
     res.write_text(profile_lines())
     assert overhead.main(["--results", str(res)]) == 0
     out = capsys.readouterr().out.splitlines()
-    at = out.index("self %  incl %  function")
+    at = 1 + next(i for i, l in enumerate(out)
+                  if l.startswith("profile: sqlite3 sframe:"))
+    assert out[at] == "self %  incl %  function"
     assert "40 of 1000 kernel samples in the deferred walk" in out[at - 1]
+    # 40 samples of 10000 instructions over 200 frames, 5 over 250
+    row = next(l for l in out if l.startswith("sqlite3 "))
+    assert row.split() == ["sqlite3", "|", "200", "|", "2000", "|",
+                           "10.00"]
     # by the samples that went through each function, most first
     assert [l.split() for l in out[at + 1:at + 4]] == [
         ["25.0", "100.0", "unwind_user_walk"],

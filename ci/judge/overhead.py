@@ -32,6 +32,8 @@ WALKS = "# realstacks-walks:"
 PROFILE = "# realstacks-profile:"
 # The functions a profile table shows, most samples first
 PROFILE_TOP = 12
+# The profile's period (instructions on the counter): cpu-clock's shortest
+PROFILE_PERIOD = 10000
 
 
 def parse(text):
@@ -141,16 +143,26 @@ def profile_table(lines):
         p = by.setdefault((r["program"], r["build"]),
                           {"total": 0, "walk": 0, "self": {}, "incl": {}})
         if "total" in r:
-            p["total"], p["walk"] = r["total"], r["walk"]
+            p.update({k: r.get(k, 0) for k in ("total", "walk", "frames",
+                                                "records")})
         for kind in ("self", "incl"):
             if kind in r:
                 p[kind][r["sym"]] = r[kind]
-    out = []
+    out = ["", "deferred walk, profiled | fp: instructions/frame | "
+           "sframe: instructions/frame | sframe/fp per frame"]
+    per_frame = {key: PROFILE_PERIOD * p["walk"] / p["frames"]
+                 for key, p in by.items() if p.get("frames")}
+    for prog in sorted({prog for prog, _ in by}):
+        fp, sf = per_frame.get((prog, "fp")), per_frame.get((prog, "sframe"))
+        if fp and sf:
+            out.append(f"{prog:23} | {fp:23.0f} | {sf:26.0f} | "
+                       f"{sf / fp:19.2f}")
     for (prog, build), p in sorted(by.items()):
         walk = p["walk"] or 1
         out += ["", f"profile: {prog} {build}: {p['walk']} of {p['total']} "
-                "kernel samples in the deferred walk (one every 9973 "
-                "instructions)",
+                f"kernel samples in the deferred walk (one every "
+                f"{PROFILE_PERIOD} instructions), {p.get('frames', 0)} "
+                f"frames in {p.get('records', 0)} deferred records",
                 "self %  incl %  function"]
         syms = sorted(set(p["self"]) | set(p["incl"]),
                       key=lambda k: (-p["incl"].get(k, 0),

@@ -38,12 +38,15 @@
 # "overhead.sh profile" (make overhead PROFILE=1) runs instead, once per
 # program and build, the same sampled workload as the walk lines' under
 # a second perf record of the whole guest: cpu-clock in kernel mode
-# every 9973 ns (on the instruction counter, instructions), kernel
-# callchains only. Of its samples, those whose chain holds
-# unwind_user_walk() are the walk's: counted by the function they hit
-# (self) and by each function of the chain below the walk (incl):
+# every 10000 ns (cpu-clock's shortest period; on the instruction
+# counter, instructions), kernel callchains only, and no probe. Of its
+# samples, those whose chain holds unwind_user_walk() are the walk's:
+# counted by the function they hit (self) and by each function of the
+# chain below the walk (incl); F and D are the frames and records of
+# the deferred callchain records the walks made, as above:
 #
-#   # realstacks-profile: program=P build=B total=T walk=W
+#   # realstacks-profile: program=P build=B total=T walk=W frames=F
+#     records=D
 #   # realstacks-profile: program=P build=B self=N sym=S
 #   # realstacks-profile: program=P build=B incl=N sym=S
 #
@@ -144,6 +147,16 @@ walk_probes() {
 		ret_id=$(cat "$TRACING/events/overhead/walk_ret/id")
 }
 
+# deferred_frames FILE: "records frames" of FILE's deferred callchain
+# records, their chains less the context marker
+deferred_frames() {
+	"$PERF" report -D -i "$1" 2>/dev/null |
+		bb awk '/PERF_RECORD_CALLCHAIN_DEFERRED/ { in_cd = 1; d++; next }
+			in_cd && /^\.\.\.\.\. / { if ($3 !~ /^ffffffffffff/) f++; next }
+			in_cd && !/^\.\.\. FP chain/ { in_cd = 0 }
+			END { printf "%d %d\n", d, f }'
+}
+
 # walk_run PROG LOOPS BUILD: the deferred walks of PROG's BUILD, timed
 walk_run() {
 	prog=$1 loops=$2 build=$3
@@ -161,13 +174,8 @@ walk_run() {
 				n++; ns += ($2 - t[$1]) * 1e9; delete t[$1] }
 			END { printf "%d %.0f\n", n, ns }')
 	walks=${1:-0} ns=${2:-0}
-	# The deferred records' frames: their chains less the context marker
 	# shellcheck disable=SC2046 # two numbers
-	set -- $("$PERF" report -D -i "$dir/perf.data" 2>/dev/null |
-		bb awk '/PERF_RECORD_CALLCHAIN_DEFERRED/ { in_cd = 1; d++; next }
-			in_cd && /^\.\.\.\.\. / { if ($3 !~ /^ffffffffffff/) f++; next }
-			in_cd && !/^\.\.\. FP chain/ { in_cd = 0 }
-			END { printf "%d %d\n", d, f }')
+	set -- $(deferred_frames "$dir/perf.data")
 	echo "# realstacks-walks: program=$prog build=$build rep=$rep walks=$walks ns=$ns frames=${2:-0} records=${1:-0} record=$rc"
 	[ "$rc" = 0 ] || bb sed 's/^/# overhead-err: /' "$dir/err" | bb head -5
 	rm -rf "$dir"
@@ -184,7 +192,7 @@ profile_run() {
 	mkdir -p "$dir/work"
 	export OVERHEAD_TIME=$dir/time
 	# shellcheck disable=SC2046 # the command's words
-	(cd "$dir/work" && "$PERF" record -q -a -e cpu-clock:k -c 9973 -g \
+	(cd "$dir/work" && "$PERF" record -q -a -e cpu-clock:k -c 10000 -g \
 		--kernel-callchains -o "$dir/prof.data" -- \
 		"$PERF" record -q -B -m 2M -o "$dir/perf.data" -e cpu-clock \
 		-c 1000000 --call-graph fp,defer -- \
@@ -192,8 +200,11 @@ profile_run() {
 		$(program_cmd "$prog" "$build")) >/dev/null 2>"$dir/err" || rc=$?
 	# A sample's chain: one "address symbol" line per frame, leaf first,
 	# then an empty line
+	# shellcheck disable=SC2046 # two numbers
+	set -- $(deferred_frames "$dir/perf.data")
 	"$PERF" script -i "$dir/prof.data" -F ip,sym 2>/dev/null |
-		bb awk -v tag="# realstacks-profile: program=$prog build=$build" '
+		bb awk -v tag="# realstacks-profile: program=$prog build=$build" \
+		-v records="${1:-0}" -v frames="${2:-0}" '
 		function flush(	i, j) {
 			if (!n)
 				return
@@ -216,7 +227,8 @@ profile_run() {
 		{ s[++n] = NF > 1 ? $2 : "[unknown]" }
 		END {
 			flush()
-			printf "%s total=%d walk=%d\n", tag, total, walk
+			printf "%s total=%d walk=%d frames=%d records=%d\n",
+				tag, total, walk, frames, records
 			for (k in self)
 				printf "%s self=%d sym=%s\n", tag, self[k], k
 			for (k in incl)
