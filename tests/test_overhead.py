@@ -184,9 +184,9 @@ def test_a_profile_gives_each_functions_share_of_the_walk(tmp_path,
                   if l.startswith("profile: sqlite3 sframe:"))
     assert out[at] == "self %  incl %  function"
     assert "40 of 1000 kernel samples in the deferred walk" in out[at - 1]
-    # 40 samples of 10000 instructions over 200 frames, 5 over 250
+    # 40 samples of 10007 instructions over 200 frames, 5 over 250
     row = next(l for l in out if l.startswith("sqlite3 "))
-    assert row.split() == ["sqlite3", "|", "200", "|", "2000", "|",
+    assert row.split() == ["sqlite3", "|", "200", "|", "2001", "|",
                            "10.00"]
     # by the samples that went through each function, most first
     assert [l.split() for l in out[at + 1:at + 4]] == [

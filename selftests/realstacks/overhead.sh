@@ -38,8 +38,10 @@
 # "overhead.sh profile" (make overhead PROFILE=1) runs instead, once per
 # program and build, the same sampled workload as the walk lines' under
 # a second perf record of the whole guest: cpu-clock in kernel mode
-# every 10000 ns (cpu-clock's shortest period; on the instruction
-# counter, instructions), kernel callchains only, and no probe. Of its
+# every 10007 ns (on the instruction counter, instructions: a prime, so
+# that its samples fall at every phase of the sampled program's 1 ms
+# period, as a multiple of it would not on this exact clock), kernel
+# callchains only, and no probe. Of its
 # samples, those whose chain holds unwind_user_walk() are the walk's:
 # counted by the function they hit (self) and by each function of the
 # chain below the walk (incl); F and D are the frames and records of
@@ -192,7 +194,7 @@ profile_run() {
 	mkdir -p "$dir/work"
 	export OVERHEAD_TIME=$dir/time
 	# shellcheck disable=SC2046 # the command's words
-	(cd "$dir/work" && "$PERF" record -q -a -e cpu-clock:k -c 10000 -g \
+	(cd "$dir/work" && "$PERF" record -q -a -e cpu-clock:k -c 10007 -g \
 		--kernel-callchains -o "$dir/prof.data" -- \
 		"$PERF" record -q -B -m 2M -o "$dir/perf.data" -e cpu-clock \
 		-c 1000000 --call-graph fp,defer -- \
