@@ -184,9 +184,9 @@ def test_a_profile_gives_each_functions_share_of_the_walk(tmp_path,
                   if l.startswith("profile: sqlite3 sframe:"))
     assert out[at] == "self %  incl %  function"
     assert "40 of 1000 kernel samples in the deferred walk" in out[at - 1]
-    # 40 samples of 10007 instructions over 200 frames, 5 over 250
+    # 40 samples of 20011 instructions over 200 frames, 5 over 250
     row = next(l for l in out if l.startswith("sqlite3 "))
-    assert row.split() == ["sqlite3", "|", "200", "|", "2001", "|",
+    assert row.split() == ["sqlite3", "|", "400", "|", "4002", "|",
                            "10.00"]
     # by the samples that went through each function, most first
     assert [l.split() for l in out[at + 1:at + 4]] == [
@@ -202,4 +202,13 @@ def test_a_profile_without_walk_samples_fails(tmp_path, capsys):
     res.write_text(profile_lines(walk=0))
     assert overhead.main(["--results", str(res)]) == 1
     assert "sqlite3 sframe profile: no sample in the deferred walk" in \
+        capsys.readouterr().out
+
+
+def test_a_throttled_profile_fails(tmp_path, capsys):
+    res = tmp_path / "results.log"
+    res.write_text(profile_lines().replace("records=20",
+                                           "records=20 throttled=3"))
+    assert overhead.main(["--results", str(res)]) == 1
+    assert "sqlite3 sframe profile: perf throttled its samples 3 times" in \
         capsys.readouterr().out

@@ -33,7 +33,7 @@ PROFILE = "# realstacks-profile:"
 # The functions a profile table shows, most samples first
 PROFILE_TOP = 12
 # The profile's period (instructions on the counter; overhead.sh's)
-PROFILE_PERIOD = 10007
+PROFILE_PERIOD = 20011
 
 
 def parse(text):
@@ -234,6 +234,9 @@ def main(argv=None):
     problems += [f"{r['program']} {r['build']} profile: no sample in the "
                  "deferred walk" for r in profile
                  if "total" in r and not r["walk"]]
+    problems += [f"{r['program']} {r['build']} profile: perf throttled its "
+                 f"samples {r['throttled']} times (some phases lost)"
+                 for r in profile if r.get("throttled")]
     walks = [r for r in runs if "build" in r]
     problems += [f"{r['program']} {r['build']} walks rep {r['rep']}: perf "
                  f"record exited {r['record']}" if r["record"] else

@@ -38,17 +38,22 @@
 # "overhead.sh profile" (make overhead PROFILE=1) runs instead, once per
 # program and build, the same sampled workload as the walk lines' under
 # a second perf record of the whole guest: cpu-clock in kernel mode
-# every 10007 ns (on the instruction counter, instructions: a prime, so
+# every 20011 ns (on the instruction counter, instructions: a prime, so
 # that its samples fall at every phase of the sampled program's 1 ms
-# period, as a multiple of it would not on this exact clock), kernel
-# callchains only, and no probe. Of its
+# period, as a multiple of it would not on this exact clock; and about
+# 200 per 4 ms tick, half the 400 at which perf throttles an event until
+# the next tick, which would drop samples at the same phases again and
+# again), kernel callchains only, and no probe. Of its
 # samples, those whose chain holds unwind_user_walk() are the walk's:
 # counted by the function they hit (self) and by each function of the
 # chain below the walk (incl); F and D are the frames and records of
 # the deferred callchain records the walks made, as above:
 #
 #   # realstacks-profile: program=P build=B total=T walk=W frames=F
-#     records=D
+#     records=D throttled=N
+#
+# N the profile's throttle records: samples perf dropped (the host fails
+# a profile with any).
 #   # realstacks-profile: program=P build=B self=N sym=S
 #   # realstacks-profile: program=P build=B incl=N sym=S
 #
@@ -194,7 +199,7 @@ profile_run() {
 	mkdir -p "$dir/work"
 	export OVERHEAD_TIME=$dir/time
 	# shellcheck disable=SC2046 # the command's words
-	(cd "$dir/work" && "$PERF" record -q -a -e cpu-clock:k -c 10007 -g \
+	(cd "$dir/work" && "$PERF" record -q -a -e cpu-clock:k -c 20011 -g \
 		--kernel-callchains -o "$dir/prof.data" -- \
 		"$PERF" record -q -B -m 2M -o "$dir/perf.data" -e cpu-clock \
 		-c 1000000 --call-graph fp,defer -- \
@@ -204,9 +209,12 @@ profile_run() {
 	# then an empty line
 	# shellcheck disable=SC2046 # two numbers
 	set -- $(deferred_frames "$dir/perf.data")
+	throttled=$("$PERF" report --stats -i "$dir/prof.data" 2>/dev/null |
+		bb awk '$1 == "THROTTLE" && $2 == "events:" { print $3; exit }')
 	"$PERF" script -i "$dir/prof.data" -F ip,sym 2>/dev/null |
 		bb awk -v tag="# realstacks-profile: program=$prog build=$build" \
-		-v records="${1:-0}" -v frames="${2:-0}" '
+		-v records="${1:-0}" -v frames="${2:-0}" \
+		-v throttled="${throttled:-0}" '
 		function flush(	i, j) {
 			if (!n)
 				return
@@ -229,8 +237,8 @@ profile_run() {
 		{ s[++n] = NF > 1 ? $2 : "[unknown]" }
 		END {
 			flush()
-			printf "%s total=%d walk=%d frames=%d records=%d\n",
-				tag, total, walk, frames, records
+			printf "%s total=%d walk=%d frames=%d records=%d throttled=%d\n",
+				tag, total, walk, frames, records, throttled
 			for (k in self)
 				printf "%s self=%d sym=%s\n", tag, self[k], k
 			for (k in incl)
