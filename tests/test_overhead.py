@@ -212,3 +212,23 @@ def test_a_throttled_profile_fails(tmp_path, capsys):
     assert overhead.main(["--results", str(res)]) == 1
     assert "sqlite3 sframe profile: perf throttled its samples 3 times" in \
         capsys.readouterr().out
+
+
+def test_a_real_profile_run(tmp_path, capsys):
+    """make overhead PROFILE=1's run of 2026-11-30
+    (tests/data/overhead-profile): each program's two builds profiled,
+    none throttled, the walk's samples a part of the kernel's, its
+    records and frames counted; the tables print again."""
+    import os
+    res = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
+                       "overhead-profile", "results.log")
+    start, runs, ended, errors = overhead.parse(open(res).read())
+    assert start["plan"] == "profile" and ended and not errors
+    totals = [r for r in runs if "total" in r]
+    assert sorted((r["program"], r["build"]) for r in totals) == [
+        (p, b) for p in ("gzip", "sqlite3", "xz") for b in ("fp", "sframe")]
+    assert all(0 < r["walk"] < r["total"] and not r["throttled"] and
+               r["frames"] > r["records"] > 1000 for r in totals)
+    assert overhead.main(["--results", res, "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("self %  incl %  function") == 6
