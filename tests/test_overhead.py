@@ -162,9 +162,12 @@ def test_the_table_says_what_its_times_are(tmp_path, capsys):
 def profile_lines(walk=40):
     tag = "# realstacks-profile: program=sqlite3 build=sframe"
     out = ["# realstacks-start: kernel=6.12.0 plan=profile reps=3",
-           f"{tag} total=1000 walk={walk} frames=200 records=20",
-           "# realstacks-profile: program=sqlite3 build=fp total=900 "
-           "walk=5 frames=250 records=25"]
+           f"{tag} period=20011 total=1000 walk={walk} frames=200 "
+           "records=20 throttled=0 lost=0"]
+    fp = "# realstacks-profile: program=sqlite3 build=fp"
+    out += [f"{fp} period=20011 total=900 walk=5 frames=250 records=25 "
+            "throttled=0 lost=0", f"{fp} self=5 sym=unwind_user_walk",
+            f"{fp} incl=5 sym=unwind_user_walk"]
     if walk:
         out += [f"{tag} self=30 sym=sframe_fde_find_row",
                 f"{tag} self=10 sym=unwind_user_walk",
@@ -184,9 +187,9 @@ def test_a_profile_gives_each_functions_share_of_the_walk(tmp_path,
                   if l.startswith("profile: sqlite3 sframe:"))
     assert out[at] == "self %  incl %  function"
     assert "40 of 1000 kernel samples in the deferred walk" in out[at - 1]
-    # 40 samples of 20011 instructions over 200 frames, 5 over 250
+    # 40 samples over 200 frames, 5 over 250: per 1000 frames
     row = next(l for l in out if l.startswith("sqlite3 "))
-    assert row.split() == ["sqlite3", "|", "400", "|", "4002", "|",
+    assert row.split() == ["sqlite3", "|", "20.0", "|", "200.0", "|",
                            "10.00"]
     # by the samples that went through each function, most first
     assert [l.split() for l in out[at + 1:at + 4]] == [
@@ -207,7 +210,7 @@ def test_a_profile_without_walk_samples_fails(tmp_path, capsys):
 
 def test_a_throttled_profile_fails(tmp_path, capsys):
     res = tmp_path / "results.log"
-    res.write_text(profile_lines().replace("records=20",
+    res.write_text(profile_lines().replace("records=20 throttled=0",
                                            "records=20 throttled=3"))
     assert overhead.main(["--results", str(res)]) == 1
     assert "sqlite3 sframe profile: perf throttled its samples 3 times" in \
@@ -232,3 +235,19 @@ def test_a_real_profile_run(tmp_path, capsys):
     assert overhead.main(["--results", res, "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert out.count("self %  incl %  function") == 6
+
+
+def test_a_profile_that_lost_samples_or_does_not_add_up_fails(tmp_path,
+                                                             capsys):
+    res = tmp_path / "results.log"
+    res.write_text(profile_lines().replace("records=20 throttled=0 lost=0",
+                                           "records=20 throttled=0 lost=7"))
+    assert overhead.main(["--results", str(res)]) == 1
+    assert "sqlite3 sframe profile: 7 samples or records lost" in \
+        capsys.readouterr().out
+    # a sample counted twice by the function it hit
+    res.write_text(profile_lines().replace("self=10 sym=unwind_user_walk",
+                                           "self=11 sym=unwind_user_walk"))
+    assert overhead.main(["--results", str(res)]) == 1
+    assert "sqlite3 sframe profile: the counts do not add up (41 self, " \
+        "40 through the walk, 40 walk samples)" in capsys.readouterr().out

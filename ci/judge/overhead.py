@@ -32,8 +32,6 @@ WALKS = "# realstacks-walks:"
 PROFILE = "# realstacks-profile:"
 # The functions a profile table shows, most samples first
 PROFILE_TOP = 12
-# The profile's period (instructions on the counter; overhead.sh's)
-PROFILE_PERIOD = 20011
 
 
 def parse(text):
@@ -135,6 +133,30 @@ def walk_table(costs):
     return lines
 
 
+def profile_problems(lines):
+    """What the guest's counting cannot give, per program and build: each
+    walk sample counted once by the function it hit and once for the
+    walk itself, no function counted beyond the walk's samples."""
+    out = []
+    by = {}
+    for r in lines:
+        by.setdefault((r["program"], r["build"]), []).append(r)
+    for (prog, build), rs in sorted(by.items()):
+        walk = next((r["walk"] for r in rs if "total" in r), None)
+        self_ = [r["self"] for r in rs if "self" in r]
+        incl = {r["sym"]: r["incl"] for r in rs if "incl" in r}
+        if walk is None:
+            out.append(f"{prog} {build} profile: no total line")
+        elif walk and (sum(self_) != walk or
+                       incl.get("unwind_user_walk") != walk or
+                       any(n > walk for n in incl.values())):
+            out.append(f"{prog} {build} profile: the counts do not add up "
+                       f"({sum(self_)} self, "
+                       f"{incl.get('unwind_user_walk')} through the walk, "
+                       f"{walk} walk samples)")
+    return out
+
+
 def profile_table(lines):
     """The lines of the profile tables, one per program and build, from
     the profile lines (runs with a "sym" or "total" field)."""
@@ -144,25 +166,29 @@ def profile_table(lines):
                           {"total": 0, "walk": 0, "self": {}, "incl": {}})
         if "total" in r:
             p.update({k: r.get(k, 0) for k in ("total", "walk", "frames",
-                                                "records")})
+                                                "records", "period")})
         for kind in ("self", "incl"):
             if kind in r:
                 p[kind][r["sym"]] = r[kind]
-    out = ["", "deferred walk, profiled | fp: instructions/frame | "
-           "sframe: instructions/frame | sframe/fp per frame"]
-    per_frame = {key: PROFILE_PERIOD * p["walk"] / p["frames"]
+    # Samples, not instructions: each sample's own handling is part of
+    # its period and never sampled (overhead.sh), so a sample stands for
+    # less than the period; per frame they compare the builds.
+    out = ["", "deferred walk, profiled | fp: samples/1000 frames | "
+           "sframe: samples/1000 frames | sframe/fp per frame"]
+    per_frame = {key: 1000 * p["walk"] / p["frames"]
                  for key, p in by.items() if p.get("frames")}
     for prog in sorted({prog for prog, _ in by}):
         fp, sf = per_frame.get((prog, "fp")), per_frame.get((prog, "sframe"))
         if fp and sf:
-            out.append(f"{prog:23} | {fp:23.0f} | {sf:26.0f} | "
+            out.append(f"{prog:23} | {fp:24.1f} | {sf:27.1f} | "
                        f"{sf / fp:19.2f}")
     for (prog, build), p in sorted(by.items()):
         walk = p["walk"] or 1
         out += ["", f"profile: {prog} {build}: {p['walk']} of {p['total']} "
                 f"kernel samples in the deferred walk (one every "
-                f"{PROFILE_PERIOD} instructions), {p.get('frames', 0)} "
-                f"frames in {p.get('records', 0)} deferred records",
+                f"{p.get('period', '?')} instructions), "
+                f"{p.get('frames', 0)} frames in {p.get('records', 0)} "
+                "deferred records",
                 "self %  incl %  function"]
         syms = sorted(set(p["self"]) | set(p["incl"]),
                       key=lambda k: (-p["incl"].get(k, 0),
@@ -237,6 +263,9 @@ def main(argv=None):
     problems += [f"{r['program']} {r['build']} profile: perf throttled its "
                  f"samples {r['throttled']} times (some phases lost)"
                  for r in profile if r.get("throttled")]
+    problems += [f"{r['program']} {r['build']} profile: {r['lost']} samples "
+                 "or records lost" for r in profile if r.get("lost")]
+    problems += profile_problems(profile)
     walks = [r for r in runs if "build" in r]
     problems += [f"{r['program']} {r['build']} walks rep {r['rep']}: perf "
                  f"record exited {r['record']}" if r["record"] else
@@ -250,6 +279,10 @@ def main(argv=None):
             f"{(start or {}).get('reps', '?')} repetitions (medians); "
             f"{clock(info)}; time = the program's wall time over its "
             "unprofiled one")
+    if profile and not runs:
+        head = (f"overhead: kernel {(start or {}).get('kernel', '?')}, "
+                f"profile of the deferred walk, one run per program and "
+                f"build; {clock(info)}")
     lines = [head] + (table(summary) if summary or not profile else [])
     if walks:
         lines += [""] + walk_table(walk_costs(walks))

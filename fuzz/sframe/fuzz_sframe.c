@@ -9,7 +9,8 @@
  * 64 of) its functions and just outside them, and at addresses taken
  * from the input. Besides what ASan and UBSan catch, the target aborts
  * when the reader reads outside the section it accepted or the user
- * access region it opened, leaves one open, when a lookup
+ * access region it opened, leaves one open or copies with one open (a
+ * call objtool refuses there), when a lookup
  * gives a different answer the second time, or when a row it returns
  * breaks the row's own invariants.
  */
@@ -67,6 +68,14 @@ void fuzz_uaccess_end(void)
 		abort();
 	}
 	uaccess_open = false;
+}
+
+void fuzz_uaccess_closed(const char *what)
+{
+	if (uaccess_open) {
+		fprintf(stderr, "%s with user access open\n", what);
+		abort();
+	}
 }
 
 /* Every entry of the reader closes the region it opened */

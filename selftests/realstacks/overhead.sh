@@ -38,7 +38,7 @@
 # "overhead.sh profile" (make overhead PROFILE=1) runs instead, once per
 # program and build, the same sampled workload as the walk lines' under
 # a second perf record of the whole guest: cpu-clock in kernel mode
-# every 20011 ns (on the instruction counter, instructions: a prime, so
+# every PERIOD (20011) ns (on the instruction counter, instructions: a prime, so
 # that its samples fall at every phase of the sampled program's 1 ms
 # period, as a multiple of it would not on this exact clock; and about
 # 200 per 4 ms tick, half the 400 at which perf throttles an event until
@@ -49,11 +49,14 @@
 # chain below the walk (incl); F and D are the frames and records of
 # the deferred callchain records the walks made, as above:
 #
-#   # realstacks-profile: program=P build=B total=T walk=W frames=F
-#     records=D throttled=N
+#   # realstacks-profile: program=P build=B period=PERIOD total=T walk=W
+#     frames=F records=D throttled=N lost=L
 #
-# N the profile's throttle records: samples perf dropped (the host fails
-# a profile with any).
+# N the profile's throttle records, L the samples lost by either perf
+# record (the host fails a profile with any of either). A sample stands
+# for less than PERIOD instructions of the rest: its own handling (the
+# interrupt, the kernel callchain, the record) is part of the period and
+# never sampled, so samples compare builds and functions, not counts.
 #   # realstacks-profile: program=P build=B self=N sym=S
 #   # realstacks-profile: program=P build=B incl=N sym=S
 #
@@ -154,6 +157,14 @@ walk_probes() {
 		ret_id=$(cat "$TRACING/events/overhead/walk_ret/id")
 }
 
+# stat_events FILE TYPE: how many TYPE records (LOST, THROTTLE, ...)
+# FILE holds, 0 for none
+stat_events() {
+	_n=$("$PERF" report --stats -i "$1" 2>/dev/null |
+		bb awk -v t="$2" '$1 == t && $2 == "events:" { print $3; exit }')
+	echo "${_n:-0}"
+}
+
 # deferred_frames FILE: "records frames" of FILE's deferred callchain
 # records, their chains less the context marker
 deferred_frames() {
@@ -191,6 +202,7 @@ walk_run() {
 
 # profile_run PROG LOOPS BUILD: walk_run's workload under a profile of
 # the guest's kernel; the walk's samples counted by function
+PERIOD=20011
 profile_run() {
 	prog=$1 loops=$2 build=$3
 	rc=0
@@ -199,7 +211,7 @@ profile_run() {
 	mkdir -p "$dir/work"
 	export OVERHEAD_TIME=$dir/time
 	# shellcheck disable=SC2046 # the command's words
-	(cd "$dir/work" && "$PERF" record -q -a -e cpu-clock:k -c 20011 -g \
+	(cd "$dir/work" && "$PERF" record -q -a -e cpu-clock:k -c $PERIOD -g \
 		--kernel-callchains -o "$dir/prof.data" -- \
 		"$PERF" record -q -B -m 2M -o "$dir/perf.data" -e cpu-clock \
 		-c 1000000 --call-graph fp,defer -- \
@@ -209,12 +221,17 @@ profile_run() {
 	# then an empty line
 	# shellcheck disable=SC2046 # two numbers
 	set -- $(deferred_frames "$dir/perf.data")
-	throttled=$("$PERF" report --stats -i "$dir/prof.data" 2>/dev/null |
-		bb awk '$1 == "THROTTLE" && $2 == "events:" { print $3; exit }')
+	throttled=$(stat_events "$dir/prof.data" THROTTLE)
+	lost=0
+	for f in "$dir/prof.data" "$dir/perf.data"; do
+		for t in LOST LOST_SAMPLES; do
+			lost=$((lost + $(stat_events "$f" $t)))
+		done
+	done
 	"$PERF" script -i "$dir/prof.data" -F ip,sym 2>/dev/null |
 		bb awk -v tag="# realstacks-profile: program=$prog build=$build" \
 		-v records="${1:-0}" -v frames="${2:-0}" \
-		-v throttled="${throttled:-0}" '
+		-v throttled="$throttled" -v lost="$lost" -v period="$PERIOD" '
 		function flush(	i, j) {
 			if (!n)
 				return
@@ -237,8 +254,8 @@ profile_run() {
 		{ s[++n] = NF > 1 ? $2 : "[unknown]" }
 		END {
 			flush()
-			printf "%s total=%d walk=%d frames=%d records=%d throttled=%d\n",
-				tag, total, walk, frames, records, throttled
+			printf "%s period=%d total=%d walk=%d frames=%d records=%d throttled=%d lost=%d\n",
+				tag, period, total, walk, frames, records, throttled, lost
 			for (k in self)
 				printf "%s self=%d sym=%s\n", tag, self[k], k
 			for (k in incl)

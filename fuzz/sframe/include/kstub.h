@@ -80,8 +80,12 @@ extern unsigned long fuzz_user_base, fuzz_user_len;
 extern const u8 *fuzz_user_buf;
 void fuzz_user_read(unsigned long addr, unsigned long n);
 
-static inline unsigned long copy_from_user(void *dst, const void *src,
-					   unsigned long n)
+/* No copy_from_user() or get_user() with user access open */
+void fuzz_uaccess_closed(const char *what);
+
+/* The copy from user memory: 0, or n when it leaves it */
+static inline unsigned long fuzz_copy(void *dst, const void *src,
+				      unsigned long n)
 {
 	unsigned long addr = (unsigned long)src;
 
@@ -95,18 +99,31 @@ static inline unsigned long copy_from_user(void *dst, const void *src,
 	return 0;
 }
 
-#define get_user(x, ptr)                                                  \
+static inline unsigned long copy_from_user(void *dst, const void *src,
+					   unsigned long n)
+{
+	fuzz_uaccess_closed("copy_from_user()");
+	return fuzz_copy(dst, src, n);
+}
+
+#define fuzz_get(x, ptr)                                                  \
 	({                                                                \
 		__typeof__(x) v_;                                         \
-		unsigned long r_ = copy_from_user(&v_, (ptr), sizeof(*(ptr))); \
+		unsigned long r_ = fuzz_copy(&v_, (ptr), sizeof(*(ptr))); \
 		(x) = r_ ? 0 : v_;                                        \
 		r_ ? -EFAULT : 0;                                         \
+	})
+#define get_user(x, ptr)                                                  \
+	({                                                                \
+		fuzz_uaccess_closed("get_user()");                        \
+		fuzz_get(x, ptr);                                         \
 	})
 
 /*
  * A user access region: unsafe_get_user() only between the two calls,
  * inside the range the first one named, and regions neither nested nor
- * left open (the fuzzer aborts otherwise).
+ * left open (the fuzzer aborts otherwise). A region the range check
+ * refuses is not opened, as in the kernel.
  */
 void fuzz_uaccess_begin(unsigned long addr, unsigned long len);
 void fuzz_uaccess_check(unsigned long addr, unsigned long n);
@@ -115,14 +132,16 @@ void fuzz_uaccess_end(void);
 #define user_read_access_begin(ptr, len)                                  \
 	({                                                                \
 		unsigned long a_ = (unsigned long)(ptr), l_ = (len);      \
-		fuzz_uaccess_begin(a_, l_);                               \
-		a_ <= TASK_SIZE && l_ <= TASK_SIZE - a_;                  \
+		bool ok_ = a_ <= TASK_SIZE && l_ <= TASK_SIZE - a_;       \
+		if (ok_)                                                  \
+			fuzz_uaccess_begin(a_, l_);                       \
+		ok_;                                                      \
 	})
 #define user_read_access_end() fuzz_uaccess_end()
 #define unsafe_get_user(x, ptr, label)                                    \
 	do {                                                              \
 		fuzz_uaccess_check((unsigned long)(ptr), sizeof(*(ptr))); \
-		if (get_user(x, ptr))                                     \
+		if (fuzz_get(x, ptr))                                     \
 			goto label;                                       \
 	} while (0)
 
