@@ -201,7 +201,8 @@ walk_run() {
 }
 
 # profile_run PROG LOOPS BUILD: walk_run's workload under a profile of
-# the guest's kernel; the walk's samples counted by function
+# the guest's kernel; the walk's samples counted by function (PERIOD:
+# see the header)
 PERIOD=20011
 profile_run() {
 	prog=$1 loops=$2 build=$3
@@ -217,8 +218,6 @@ profile_run() {
 		-c 1000000 --call-graph fp,defer -- \
 		/bin/sh "$RS/overhead.sh" loop "$loops" "$prog" \
 		$(program_cmd "$prog" "$build")) >/dev/null 2>"$dir/err" || rc=$?
-	# A sample's chain: one "address symbol" line per frame, leaf first,
-	# then an empty line
 	# shellcheck disable=SC2046 # two numbers
 	set -- $(deferred_frames "$dir/perf.data")
 	throttled=$(stat_events "$dir/prof.data" THROTTLE)
@@ -228,6 +227,8 @@ profile_run() {
 			lost=$((lost + $(stat_events "$f" $t)))
 		done
 	done
+	# A sample's chain: one "address symbol" line per frame, leaf first,
+	# then an empty line
 	"$PERF" script -i "$dir/prof.data" -F ip,sym 2>/dev/null |
 		bb awk -v tag="# realstacks-profile: program=$prog build=$build" \
 		-v records="${1:-0}" -v frames="${2:-0}" \
