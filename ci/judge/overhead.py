@@ -133,70 +133,80 @@ def walk_table(costs):
     return lines
 
 
-def profile_problems(lines):
-    """What the guest's counting cannot give, per program and build: each
-    walk sample counted once by the function it hit and once for the
-    walk itself, no function counted beyond the walk's samples."""
-    out = []
-    by = {}
-    for r in lines:
-        by.setdefault((r["program"], r["build"]), []).append(r)
-    for (prog, build), rs in sorted(by.items()):
-        walk = next((r["walk"] for r in rs if "total" in r), None)
-        self_ = [r["self"] for r in rs if "self" in r]
-        incl = {r["sym"]: r["incl"] for r in rs if "incl" in r}
-        if walk is None:
-            out.append(f"{prog} {build} profile: no total line")
-        elif walk and (sum(self_) != walk or
-                       incl.get("unwind_user_walk") != walk or
-                       any(n > walk for n in incl.values())):
-            out.append(f"{prog} {build} profile: the counts do not add up "
-                       f"({sum(self_)} self, "
-                       f"{incl.get('unwind_user_walk')} through the walk, "
-                       f"{walk} walk samples)")
-    return out
-
-
-def profile_table(lines):
-    """The lines of the profile tables, one per program and build, from
-    the profile lines (runs with a "sym" or "total" field)."""
+def profiles(lines):
+    """The profile lines (runs with a "sym" or "total" field) per program
+    and build: the total line's fields (None without one) and the
+    samples by function, self and incl."""
     by = {}
     for r in lines:
         p = by.setdefault((r["program"], r["build"]),
-                          {"total": 0, "walk": 0, "self": {}, "incl": {}})
+                          {"total": None, "self": {}, "incl": {}})
         if "total" in r:
-            p.update({k: r.get(k, 0) for k in ("total", "walk", "frames",
-                                                "records", "period")})
+            p["total"] = r
         for kind in ("self", "incl"):
             if kind in r:
                 p[kind][r["sym"]] = r[kind]
+    return by
+
+
+def profile_problems(by):
+    """Why a profile (profiles()) cannot be trusted: no walk sample,
+    samples throttled or lost, or counts the guest's counting cannot
+    give (each walk sample counted once by the function it hit and once
+    for the walk itself, no function beyond the walk's samples)."""
+    out = []
+    for (prog, build), p in sorted(by.items()):
+        what = f"{prog} {build} profile"
+        t = p["total"]
+        if t is None:
+            out.append(f"{what}: no total line")
+            continue
+        walk, through = t["walk"], p["incl"].get("unwind_user_walk")
+        if not walk:
+            out.append(f"{what}: no sample in the deferred walk")
+        elif sum(p["self"].values()) != walk or through != walk or \
+                any(n > walk for n in p["incl"].values()):
+            out.append(f"{what}: the counts do not add up "
+                       f"({sum(p['self'].values())} self, {through} through "
+                       f"the walk, {walk} walk samples)")
+        if t.get("throttled"):
+            out.append(f"{what}: perf throttled its samples "
+                       f"{t['throttled']} times (some phases lost)")
+        if t.get("lost"):
+            out.append(f"{what}: {t['lost']} samples or records lost")
+    return out
+
+
+def profile_table(by):
+    """The lines of the profile tables (profiles()): the walk's samples
+    per frame in each program's two builds, then per program and build
+    the functions most samples went through or hit."""
     # Samples, not instructions: each sample's own handling is part of
     # its period and never sampled (overhead.sh), so a sample stands for
     # less than the period; per frame they compare the builds.
     out = ["", "deferred walk, profiled | fp: samples/1000 frames | "
            "sframe: samples/1000 frames | sframe/fp per frame"]
-    per_frame = {key: 1000 * p["walk"] / p["frames"]
-                 for key, p in by.items() if p.get("frames")}
+    per_frame = {key: 1000 * p["total"]["walk"] / p["total"]["frames"]
+                 for key, p in by.items()
+                 if p["total"] and p["total"].get("frames")}
     for prog in sorted({prog for prog, _ in by}):
         fp, sf = per_frame.get((prog, "fp")), per_frame.get((prog, "sframe"))
         if fp and sf:
             out.append(f"{prog:23} | {fp:24.1f} | {sf:27.1f} | "
                        f"{sf / fp:19.2f}")
     for (prog, build), p in sorted(by.items()):
-        walk = p["walk"] or 1
-        out += ["", f"profile: {prog} {build}: {p['walk']} of {p['total']} "
-                f"kernel samples in the deferred walk (one every "
-                f"{p.get('period', '?')} instructions), "
-                f"{p.get('frames', 0)} frames in {p.get('records', 0)} "
+        t = p["total"] or {}
+        walk = t.get("walk") or 1
+        out += ["", f"profile: {prog} {build}: {t.get('walk', 0)} of "
+                f"{t.get('total', 0)} kernel samples in the deferred walk "
+                f"(one every {t.get('period', '?')} instructions), "
+                f"{t.get('frames', 0)} frames in {t.get('records', 0)} "
                 "deferred records",
                 "self %  incl %  function"]
-        syms = sorted(set(p["self"]) | set(p["incl"]),
-                      key=lambda k: (-p["incl"].get(k, 0),
-                                     -p["self"].get(k, 0), k))
-        syms = sorted(syms[:PROFILE_TOP] + sorted(
-            p["self"], key=lambda k: -p["self"][k])[:PROFILE_TOP],
-            key=syms.index)
-        for k in dict.fromkeys(syms):
+        top = {k for kind in ("incl", "self") for k in sorted(
+            p[kind], key=lambda k: -p[kind][k])[:PROFILE_TOP]}
+        for k in sorted(top, key=lambda k: (-p["incl"].get(k, 0),
+                                            -p["self"].get(k, 0), k)):
             out.append(f"{100 * p['self'].get(k, 0) / walk:6.1f}  "
                        f"{100 * p['incl'].get(k, 0) / walk:6.1f}  {k}")
     return out
@@ -252,19 +262,12 @@ def main(argv=None):
     elif not ended:
         problems.append("the runner did not finish (no realstacks-end "
                         "line)")
-    profile = [r for r in runs if "sym" in r or "total" in r]
-    runs = [r for r in runs if r not in profile]
+    is_profile = [("sym" in r or "total" in r) for r in runs]
+    profile = profiles([r for r, p in zip(runs, is_profile) if p])
+    runs = [r for r, p in zip(runs, is_profile) if not p]
     problems += [f"{r['program']} {r['mode']} {r['hz']} Hz rep {r['rep']}: "
                  f"perf record exited {r['record']}" for r in runs
                  if "build" not in r and r["record"] != 0]
-    problems += [f"{r['program']} {r['build']} profile: no sample in the "
-                 "deferred walk" for r in profile
-                 if "total" in r and not r["walk"]]
-    problems += [f"{r['program']} {r['build']} profile: perf throttled its "
-                 f"samples {r['throttled']} times (some phases lost)"
-                 for r in profile if r.get("throttled")]
-    problems += [f"{r['program']} {r['build']} profile: {r['lost']} samples "
-                 "or records lost" for r in profile if r.get("lost")]
     problems += profile_problems(profile)
     walks = [r for r in runs if "build" in r]
     problems += [f"{r['program']} {r['build']} walks rep {r['rep']}: perf "

@@ -19,10 +19,10 @@ kobj=$1 initrd=$2 dir=$3 smp=$4 plan=$5
 t0=$SECONDS
 # make overhead on the instruction counter runs one TCG thread: 913 s on
 # the project's machine, so a host 2.5 times slower needs about 2300.
-timeout=1800
-[ "$plan" = overhead ] || [ "$plan" = profile ] && timeout=3600
+judge=(ci.judge.realstacks --doc "$ROOT/doc/realstacks.md") timeout=1800
+case $plan in
+overhead | profile) judge=(ci.judge.overhead) timeout=3600 ;;
+esac
 boot_guest "$kobj" "$initrd" "$dir" "$smp" "$timeout" --realstacks "$plan"
 log "realstacks: guest run $((SECONDS - t0)) s (lock wait included)"
-[ "$plan" = overhead ] || [ "$plan" = profile ] &&
-	exec /usr/bin/python3 -m ci.judge.overhead "$dir"
-exec /usr/bin/python3 -m ci.judge.realstacks --doc "$ROOT/doc/realstacks.md" "$dir"
+exec /usr/bin/python3 -m "${judge[@]}" "$dir"

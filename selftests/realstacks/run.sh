@@ -93,13 +93,10 @@ if [ "${1:-}" = workload ]; then
 fi
 # plan "overhead": what sampling costs the programs (overhead.sh), no
 # stack compared; plan "profile": where the deferred walks' time goes
-if [ "${1:-}" = overhead ]; then
-	shift
-	exec /bin/sh "$RS/overhead.sh" "$@"
-fi
-if [ "${1:-}" = profile ]; then
-	exec /bin/sh "$RS/overhead.sh" "$@"
-fi
+case ${1:-} in
+overhead) shift; exec /bin/sh "$RS/overhead.sh" "$@" ;;
+profile) exec /bin/sh "$RS/overhead.sh" "$@" ;;
+esac
 
 plan=${1:-all}
 rows= keep=
