@@ -37,13 +37,16 @@ def test_a_splat_before_the_int3_is_the_kernels():
 
 FAKE_QEMU = r'''#!/usr/bin/python3
 """QEMU for vm.py: prints FAKE_CONSOLE1 to the console on its first boot
-(counted in FAKE_COUNT), FAKE_CONSOLE2 after, and a KTAP line."""
+(counted in FAKE_COUNT), FAKE_CONSOLE2 after, and a KTAP line; each
+boot's -accel in FAKE_COUNT.accel, a line each."""
 import os, sys
 path = lambda name: next(a.split("path=", 1)[1] for a in sys.argv
                          if a.startswith(f"file,id={name},"))
 count = os.environ["FAKE_COUNT"]
 n = int(open(count).read() or 0) + 1 if os.path.exists(count) else 1
 open(count, "w").write(str(n))
+with open(count + ".accel", "a") as f:
+    f.write(sys.argv[sys.argv.index("-accel") + 1] + "\n")
 src = os.environ["FAKE_CONSOLE1" if n == 1 else "FAKE_CONSOLE2"]
 open(path("console"), "w").write(open(src).read())
 open(path("results"), "w").write(f"TAP version 13 # boot {n}\n")
@@ -82,6 +85,10 @@ def test_vm_py_boots_once_more_after_the_emulators_fault(tmp_path):
     assert (out / "console.emulator-fault.log").read_text() == REAL
     assert (out / "results.log").read_text() == "TAP version 13 # boot 2\n"
     assert "booting once more" in said, said
+    # The second boot on one host thread: the race is between threads
+    assert (tmp_path / "count.accel").read_text() == \
+        "tcg,thread=multi\ntcg,thread=single\n"
+    assert run["retry_accel"] == "tcg,thread=single"
 
 
 def test_vm_py_boots_once_only(tmp_path):
@@ -111,3 +118,8 @@ def test_the_summary_says_the_guest_booted_twice(tmp_path):
     said = report.summary(report.analyze(str(run_dir)))
     assert [l for l in said if l.startswith("booted twice: the first boot "
                                             "hit Oops: int3 at ")], said
+    run["retry_accel"] = "tcg,thread=single"
+    (run_dir / "run.json").write_text(json.dumps(run))
+    said = report.summary(report.analyze(str(run_dir)))
+    assert [l for l in said if l.startswith("booted twice: ") and
+            l.endswith("the second with -accel tcg,thread=single")], said

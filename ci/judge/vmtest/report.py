@@ -290,8 +290,10 @@ def summary(rep):
                f"{r.get('boot_seconds')} s, whole run "
                f"{r.get('total_seconds')} s")
     if r.get("emulator_fault"):
+        again = f", the second with -accel {r['retry_accel']}" \
+            if r.get("retry_accel") else ""
         out.append(f"booted twice: the first boot hit {r['emulator_fault']}"
-                   " (ci/console.py; its logs: *.emulator-fault.log)")
+                   f" (ci/console.py; its logs: *.emulator-fault.log){again}")
     if rep.speed:
         out.append(f"guest speed: {rep.speed} (selftests/host_speed.c; "
                    "programs' timeouts and tests' deadlines scale by the "
