@@ -170,6 +170,14 @@ def profile_lines(walk=40):
     out += [f"{fp} period=20011 total=900 walk=5 frames=250 records=25 "
             "throttled=0 lost=0", f"{fp} self=5 sym=unwind_user_walk",
             f"{fp} incl=5 sym=unwind_user_walk"]
+    # the counting pass: 20 walks, a step per frame
+    out += [f"{fp} calls=25 sym=unwind_user_walk",
+            f"{fp} calls=250 sym=unwind_user_next",
+            f"{fp} count_frames=250 count_records=25 missed=0",
+            f"{tag} calls=20 sym=unwind_user_walk",
+            f"{tag} calls=200 sym=unwind_user_next",
+            f"{tag} calls=50 sym=sframe_find_fde",
+            f"{tag} count_frames=200 count_records=20 missed=0"]
     if walk:
         out += [f"{tag} self=30 sym=sframe_fde_find_row",
                 f"{tag} self=10 sym=unwind_user_walk",
@@ -200,6 +208,26 @@ def test_a_profile_gives_each_functions_share_of_the_walk(tmp_path,
         ["75.0", "75.0", "sframe_fde_find_row"]]
     # no overhead table for a profile run
     assert not any(l.startswith("program  rate") for l in out)
+
+
+def test_a_profile_counts_the_walks_calls_per_frame(tmp_path, capsys):
+    """The counting pass's calls per frame, most called first, both
+    builds side by side ("-" where a build has no counting pass)."""
+    res = tmp_path / "results.log"
+    res.write_text(profile_lines())
+    assert overhead.main(["--results", str(res)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    at = next(i for i, l in enumerate(out)
+              if l.startswith("counted calls per frame"))
+    assert [l.split() for l in out[at:at + 5]] == [
+        ["counted", "calls", "per", "frame", "|", "fp", "|", "sframe"],
+        ["sqlite3", "unwind_user_next", "|", "1.000", "|", "1.000"],
+        ["sqlite3", "sframe_find_fde", "|", "0.000", "|", "0.250"],
+        ["sqlite3", "unwind_user_walk", "|", "0.100", "|", "0.100"],
+        []]
+    by = overhead.profiles(overhead.parse(profile_lines())[1])
+    by[("sqlite3", "fp")]["count"] = None
+    assert overhead.count_table(by)[3].split()[-3:] == ["-", "|", "0.250"]
 
 
 def test_a_real_profile_run(tmp_path, capsys):
@@ -235,6 +263,22 @@ def test_a_real_profile_run(tmp_path, capsys):
                              "self=11 sym=unwind_user_walk"),
      "the counts do not add up (41 self, 40 through the walk, 40 walk "
      "samples)"),
+    (profile_lines().replace("count_frames=200 count_records=20 missed=0",
+                             "count_frames=200 count_records=20 missed=2"),
+     "the counting pass's kprobes missed 2 hits"),
+    (profile_lines().replace(
+        "# realstacks-profile: program=sqlite3 build=sframe count_frames="
+        "200 count_records=20 missed=0\n", ""),
+     "no counting pass (count_frames line)"),
+    # a walk whose record was lost, or a walk counted that nobody asked for
+    (profile_lines().replace("count_frames=200 count_records=20",
+                             "count_frames=200 count_records=19"),
+     "the counted calls are not the counting pass's walks (20 walks for "
+     "19 records, 200 steps for 200 frames)"),
+    (profile_lines().replace("calls=200 sym=unwind_user_next",
+                             "calls=210 sym=unwind_user_next"),
+     "the counted calls are not the counting pass's walks (20 walks for "
+     "20 records, 210 steps for 200 frames)"),
 ])
 def test_a_profile_the_judge_cannot_trust_fails(tmp_path, capsys, text,
                                                 message):

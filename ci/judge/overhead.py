@@ -13,7 +13,8 @@ repetition's summed walk time over its frames), and writes them to
 summary.txt in the run directory (or --out). A profile run (make
 overhead PROFILE=1) prints instead, per program and build, the functions
 the kernel's samples inside the deferred walk hit (self) and went
-through (incl), as shares of the walk's samples. The header says what the
+through (incl), as shares of the walk's samples, and the walk's
+functions' calls per frame, counted exactly in a pass of their own. The header says what the
 times are (instructions on QEMU's instruction counter, TCG's or the
 host's), from the run's run.json (with --results, the one beside the
 file, if any). Exit 0: every run made; 1: a run failed or the
@@ -37,7 +38,7 @@ PROFILE_TOP = 12
 def parse(text):
     """(start fields or None, [run fields], ended, [errors]) of the
     runner's output; the walk lines are runs with a "build" field, the
-    profile lines runs with a "sym" or "total" field."""
+    profile lines runs with a "sym", "total" or "count_frames" field."""
     start, runs, ended, errors = None, [], False, []
     for raw in text.splitlines():
         line = raw.strip()
@@ -134,16 +135,20 @@ def walk_table(costs):
 
 
 def profiles(lines):
-    """The profile lines (runs with a "sym" or "total" field) per program
-    and build: the total line's fields (None without one) and the
-    samples by function, self and incl."""
+    """The profile lines (runs with a "sym", "total" or "count_frames"
+    field) per program and build: the total line's and the counting
+    pass's fields (None without one), the samples by function, self and
+    incl, and the counted calls by function."""
     by = {}
     for r in lines:
         p = by.setdefault((r["program"], r["build"]),
-                          {"total": None, "self": {}, "incl": {}})
+                          {"total": None, "count": None, "self": {},
+                           "incl": {}, "calls": {}})
         if "total" in r:
             p["total"] = r
-        for kind in ("self", "incl"):
+        if "count_frames" in r:
+            p["count"] = r
+        for kind in ("self", "incl", "calls"):
             if kind in r:
                 p[kind][r["sym"]] = r[kind]
     return by
@@ -174,6 +179,29 @@ def profile_problems(by):
                        f"{t['throttled']} times (some phases lost)")
         if t.get("lost"):
             out.append(f"{what}: {t['lost']} samples or records lost")
+        out += count_problems(what, p)
+    return out
+
+
+def count_problems(what, p):
+    """Why a profile's counting pass cannot be trusted: none, kprobe
+    hits missed, or counts that are not the pass's walks (one walk per
+    deferred record, one step per frame recorded)."""
+    c = p["count"]
+    if c is None:
+        return [f"{what}: no counting pass (count_frames line)"]
+    out = []
+    if c["missed"]:
+        out.append(f"{what}: the counting pass's kprobes missed "
+                   f"{c['missed']} hits")
+    walks = p["calls"].get("unwind_user_walk")
+    steps = p["calls"].get("unwind_user_next")
+    if not c["count_frames"] or walks != c["count_records"] or \
+            steps != c["count_frames"]:
+        out.append(f"{what}: the counted calls are not the counting pass's "
+                   f"walks ({walks} walks for {c['count_records']} "
+                   f"records, {steps} steps for {c['count_frames']} "
+                   "frames)")
     return out
 
 
@@ -194,6 +222,7 @@ def profile_table(by):
         if fp and sf:
             out.append(f"{prog:23} | {fp:24.1f} | {sf:27.1f} | "
                        f"{sf / fp:19.2f}")
+    out += count_table(by)
     for (prog, build), p in sorted(by.items()):
         t = p["total"] or {}
         walk = t.get("walk") or 1
@@ -209,6 +238,25 @@ def profile_table(by):
                                             -p["self"].get(k, 0), k)):
             out.append(f"{100 * p['self'].get(k, 0) / walk:6.1f}  "
                        f"{100 * p['incl'].get(k, 0) / walk:6.1f}  {k}")
+    return out
+
+
+def count_table(by):
+    """The lines of the counted calls per frame (profiles()), per program
+    the two builds side by side: exact, where the samples' shares of a
+    small function often called are not (overhead.sh)."""
+    out = ["", f"{'counted calls per frame':42} |      fp |  sframe"]
+    for prog in sorted({prog for prog, _ in by}):
+        builds = [by.get((prog, b)) for b in ("fp", "sframe")]
+        syms = sorted({k for p in builds if p for k in p["calls"]},
+                      key=lambda k: (-max(p["calls"].get(k, 0) for p in
+                                          builds if p), k))
+        for k in syms:
+            cells = [f"{p['calls'].get(k, 0) / p['count']['count_frames']:.3f}"
+                     if p and p["count"] and p["count"]["count_frames"]
+                     else "-" for p in builds]
+            out.append(f"{prog + ' ' + k:42} | {cells[0]:>7} | "
+                       f"{cells[1]:>7}")
     return out
 
 
@@ -262,7 +310,8 @@ def main(argv=None):
     elif not ended:
         problems.append("the runner did not finish (no realstacks-end "
                         "line)")
-    is_profile = [("sym" in r or "total" in r) for r in runs]
+    is_profile = [("sym" in r or "total" in r or "count_frames" in r)
+                  for r in runs]
     profile = profiles([r for r, p in zip(runs, is_profile) if p])
     runs = [r for r, p in zip(runs, is_profile) if not p]
     problems += [f"{r['program']} {r['mode']} {r['hz']} Hz rep {r['rep']}: "
