@@ -783,6 +783,13 @@ def perf_works(tmp_path):
     if not os.access(PERF, os.X_OK):
         return f"no perf of the tree at {PERF} (make perf, or VMTEST_PERF)"
     tid = "/sys/kernel/tracing/events/syscalls/sys_enter_write/id"
+    if not os.path.exists(tid) and os.geteuid() == 0 and \
+            os.path.isdir("/sys/kernel/tracing") and \
+            not os.listdir("/sys/kernel/tracing"):
+        # A new machine boots with tracefs unmounted (seen 2026-11-30):
+        # root mounts it where the kernel provides the mount point
+        subprocess.run(["mount", "-t", "tracefs", "nodev",
+                        "/sys/kernel/tracing"], capture_output=True)
     if not os.path.exists(tid):
         return f"no {tid}"
     p = subprocess.run([PERF, "record", "-q", "-o", str(tmp_path / "probe.data"),
