@@ -173,11 +173,11 @@ def profile_lines(walk=40):
     # the counting pass: 20 walks, a step per frame
     out += [f"{fp} calls=25 sym=unwind_user_walk",
             f"{fp} calls=250 sym=unwind_user_next",
-            f"{fp} count_frames=250 count_records=25 missed=0",
+            f"{fp} count_frames=250 count_records=25 missed=0 lost=0",
             f"{tag} calls=20 sym=unwind_user_walk",
             f"{tag} calls=200 sym=unwind_user_next",
             f"{tag} calls=50 sym=sframe_find_fde",
-            f"{tag} count_frames=200 count_records=20 missed=0"]
+            f"{tag} count_frames=200 count_records=20 missed=0 lost=0"]
     if walk:
         out += [f"{tag} self=30 sym=sframe_fde_find_row",
                 f"{tag} self=10 sym=unwind_user_walk",
@@ -266,9 +266,12 @@ def test_a_real_profile_run(tmp_path, capsys):
     (profile_lines().replace("count_frames=200 count_records=20 missed=0",
                              "count_frames=200 count_records=20 missed=2"),
      "the counting pass's kprobes missed 2 hits"),
+    (profile_lines().replace("count_records=20 missed=0 lost=0",
+                             "count_records=20 missed=0 lost=4"),
+     "the counting pass lost 4 samples or records"),
     (profile_lines().replace(
         "# realstacks-profile: program=sqlite3 build=sframe count_frames="
-        "200 count_records=20 missed=0\n", ""),
+        "200 count_records=20 missed=0 lost=0\n", ""),
      "no counting pass (count_frames line)"),
     # a walk whose record was lost, or a walk counted that nobody asked for
     (profile_lines().replace("count_frames=200 count_records=20",

@@ -185,8 +185,9 @@ def profile_problems(by):
 
 def count_problems(what, p):
     """Why a profile's counting pass cannot be trusted: none, kprobe
-    hits missed, or counts that are not the pass's walks (one walk per
-    deferred record, one step per frame recorded)."""
+    hits missed, samples or records lost, or counts that are not the
+    pass's walks (one walk per deferred record, one step per frame
+    recorded)."""
     c = p["count"]
     if c is None:
         return [f"{what}: no counting pass (count_frames line)"]
@@ -194,6 +195,9 @@ def count_problems(what, p):
     if c["missed"]:
         out.append(f"{what}: the counting pass's kprobes missed "
                    f"{c['missed']} hits")
+    if c.get("lost"):
+        out.append(f"{what}: the counting pass lost {c['lost']} samples or "
+                   "records")
     walks = p["calls"].get("unwind_user_walk")
     steps = p["calls"].get("unwind_user_next")
     if not c["count_frames"] or walks != c["count_records"] or \

@@ -63,16 +63,17 @@
 # On this emulator a sample lands near the instruction the period ended
 # at, not always on it: a small function called often takes samples of
 # the code before its call (make overhead PROFILE=1, 2026-11-30, xz:
-# 183 samples in unwind_user_frame_slot() where its calls, counted, can
-# account for 81 at most; doc/bench.md). So a third pass of the same workload, without the profile,
+# 152 samples in unwind_user_frame_slot() where its calls, counted, can
+# account for about 80; doc/bench.md). So a third pass of the same workload, without the profile,
 # counts the calls of the walk's functions exactly (a kprobe each, read
 # from kprobe_profile; COUNTED, each the kernel's symbol of that name or
-# its first .isra/.constprop copy), with the frames and records of that
-# pass and the hits its kprobes missed:
+# its one .isra/.constprop copy), with the frames and records of that
+# pass, the hits its kprobes missed and the samples or records its perf
+# lost:
 #
 #   # realstacks-profile: program=P build=B calls=N sym=S
 #   # realstacks-profile: program=P build=B count_frames=F count_records=D
-#     missed=M
+#     missed=M lost=L
 #
 #   overhead.sh loop N PROGRAM COMMAND...   the workload N times
 RS=${RS:-$(cd "$(dirname "$0")" && pwd)}
@@ -286,22 +287,37 @@ profile_run() {
 
 # count_run PROG LOOPS BUILD: walk_run's workload again, COUNTED's
 # calls counted (see the header)
+# (Not __get_user_8(): exec, exit and perf call it too; the walk's calls
+# are unwind_user_get_word()'s, one each.)
 COUNTED="unwind_user_walk unwind_user_next unwind_user_frame_slot
-unwind_user_get_word __get_user_8 sframe_text_lookup sframe_find_fde
+unwind_user_get_word sframe_text_lookup sframe_find_fde
 sframe_fde_find_row"
 count_run() {
 	prog=$1 loops=$2 build=$3
-	rc=0
+	rc=0 probes=0
+	[ ! -e "$TRACING/events/count/enable" ] ||
+		echo 0 >"$TRACING/events/count/enable"
 	echo >"$TRACING/kprobe_events"
 	for f in $COUNTED; do
-		sym=$(bb awk -v f="$f" '$3 == f || index($3, f ".") == 1 {
-			print $3; exit }' /proc/kallsyms)
+		# the function's one text symbol: its name, or a clone's
+		sym=$(bb awk -v f="$f" '($2 == "t" || $2 == "T") &&
+			($3 == f || index($3, f ".isra.") == 1 ||
+			 index($3, f ".constprop.") == 1) { n++; s = $3 }
+			END { if (n == 1) print s; else print n + 0 " symbols" }' /proc/kallsyms)
+		case $sym in *" symbols")
+			echo "# realstacks-error: $prog $build count: $f is $sym in kallsyms, not one"
+			probes=1
+			continue ;;
+		esac
 		echo "p:count/$f $sym" >>"$TRACING/kprobe_events" 2>/dev/null || {
-			echo "# realstacks-error: $prog $build count: no kprobe on $f (${sym:-not in kallsyms})"
-			rc=1
+			echo "# realstacks-error: $prog $build count: no kprobe on $f ($sym)"
+			probes=1
 		}
 	done
-	echo 1 >"$TRACING/events/count/enable" || rc=1
+	echo 1 >"$TRACING/events/count/enable" || {
+		echo "# realstacks-error: $prog $build count: the kprobes cannot be enabled"
+		probes=1
+	}
 	loop_run "$W/$prog-count-$build" "$prog" "$loops" "$build" \
 		-e cpu-clock -c 1000000 --call-graph fp,defer || rc=$?
 	echo 0 >"$TRACING/events/count/enable"
@@ -313,15 +329,20 @@ count_run() {
 		  printf "%s calls=%d sym=%s\n", tag, $2, sym[$1]; m += $3 }
 		END { print m + 0 >"/dev/stderr" }' \
 		"$TRACING/kprobe_events" "$TRACING/kprobe_profile" 2>"$dir/missed"
+	lost=0
+	for t in LOST LOST_SAMPLES; do
+		lost=$((lost + $(stat_events "$dir/perf.data" $t)))
+	done
 	# shellcheck disable=SC2046 # two numbers
 	set -- $(deferred_frames "$dir/perf.data")
-	echo "$tag count_frames=${2:-0} count_records=${1:-0} missed=$(cat "$dir/missed")"
+	echo "$tag count_frames=${2:-0} count_records=${1:-0} missed=$(cat "$dir/missed") lost=$lost"
 	echo >"$TRACING/kprobe_events"
 	[ "$rc" = 0 ] || {
 		echo "# realstacks-error: $prog $build count: perf record exited $rc"
 		bb sed 's/^/# overhead-err: /' "$dir/err" | bb head -5
 	}
 	rm -rf "$dir"
+	[ "$probes" = 0 ] || rc=1
 	return "$rc"
 }
 
