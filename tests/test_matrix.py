@@ -331,3 +331,29 @@ def test_results_are_kept_in_the_repository_and_outlive_the_machine(
     assert matrix.cached(row, key) is not None
     monkeypatch.setattr(matrix, "compiler", lambda cross: "gcc (Debian 99) 99")
     assert matrix.cached(row, matrix.row_key(row, str(tree))) is None
+
+
+def test_a_guest_rows_key_covers_the_harness_it_runs():
+    """Every file of ci/ that the guest, its judges and builds import or
+    source is under GUEST_PARTS: a change to it (ci/console.py's verdict
+    on an oops, 2026-11-30) must run a kept guest row again."""
+    import re
+    root = matrix.ROOT
+    used = set()
+    for part in ("ci/guest", "ci/judge", "ci/build"):
+        for d, _, files in os.walk(os.path.join(root, part)):
+            for f in files:
+                text = open(os.path.join(d, f), errors="replace").read()
+                for m in re.finditer(r"^\s*(?:from|import) (ci(?:\.\w+)+)",
+                                     text, re.M):
+                    mod = m.group(1).replace(".", "/")
+                    used.add(mod + ".py" if os.path.exists(
+                        os.path.join(root, mod + ".py")) else mod)
+                if re.search(r'\.\./lib\.sh"', text) and \
+                        os.path.dirname(os.path.join(d, f)) == \
+                        os.path.join(root, part):
+                    used.add("ci/lib.sh")
+    assert used, "nothing found: the scan is broken"
+    missing = sorted(u for u in used if not any(
+        u == p or u.startswith(p + "/") for p in matrix.GUEST_PARTS))
+    assert not missing, missing

@@ -549,8 +549,10 @@ def kernel_sources(tree, commit):
 
 
 # What a guest row runs and judges: the selftests, the guest, its judges
-# and kernel builds (a change to docs or to the other checks keeps rows).
-GUEST_PARTS = ["selftests", "ci/guest", "ci/judge", "ci/build"]
+# and kernel builds, and what they share (the console's verdict, the
+# shell library); a change to docs or to the other checks keeps rows.
+GUEST_PARTS = ["selftests", "ci/guest", "ci/judge", "ci/build",
+               "ci/console.py", "ci/lib.sh"]
 
 
 def harness_trees():
