@@ -357,3 +357,18 @@ def test_a_guest_rows_key_covers_the_harness_it_runs():
     missing = sorted(u for u in used if not any(
         u == p or u.startswith(p + "/") for p in matrix.GUEST_PARTS))
     assert not missing, missing
+
+
+def test_a_guest_rows_key_covers_the_makefile_it_runs(tmp_path, monkeypatch):
+    """A guest row is make vmtest: the Makefile's recipe (its variables,
+    timeouts, the scripts it calls) decides the run as much as the
+    scripts do, so a change to it must run a kept guest row again."""
+    ran = []
+    monkeypatch.setattr(matrix, "OUT", str(tmp_path))
+    monkeypatch.setattr(matrix, "run",
+                        lambda args, cwd, logp, env=None: ran.append(
+                            (args, cwd)) or 1)
+    matrix.run_guest_row(matrix.GUEST_ROWS[0], str(tmp_path / "tree"))
+    (args, cwd), = ran
+    assert args[0] == "make" and cwd == matrix.ROOT
+    assert "Makefile" in matrix.GUEST_PARTS

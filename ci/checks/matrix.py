@@ -27,7 +27,8 @@ compiler, for a build row the sources a kernel build reads
 (kernel_sources: a commit that changes only perf, the selftests or the
 documentation keeps it), for a guest row the whole tree's content (its
 git tree, the same on any machine that applied the same series) and the
-harness's selftests, guest, judges and builds (GUEST_PARTS). A later
+harness's selftests, guest, judges, builds and the Makefile that
+runs them (GUEST_PARTS). A later
 run with the same uses it and says so (--fresh: not), so rows run one by
 one (--rows), on any machine, make the whole table at the end. Logs and
 objects stay under build/out/matrix/.
@@ -549,10 +550,11 @@ def kernel_sources(tree, commit):
 
 
 # What a guest row runs and judges: the selftests, the guest, its judges
-# and kernel builds, and what they share (the console's verdict, the
-# shell library); a change to docs or to the other checks keeps rows.
+# and kernel builds, what they share (the console's verdict, the shell
+# library) and the Makefile whose vmtest recipe runs them; a change to
+# docs or to the other checks keeps rows.
 GUEST_PARTS = ["selftests", "ci/guest", "ci/judge", "ci/build",
-               "ci/console.py", "ci/lib.sh"]
+               "ci/console.py", "ci/lib.sh", "Makefile"]
 
 
 def harness_trees():
