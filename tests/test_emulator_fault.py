@@ -53,10 +53,14 @@ with open(count + ".accel", "a") as f:
 src = os.environ["FAKE_CONSOLE1" if n == 1 else "FAKE_CONSOLE2"]
 open(path("console"), "w").write(open(src).read())
 open(path("results"), "w").write(f"TAP version 13 # boot {n}\n")
+if n > 1:  # the second boot's run, in seconds (FAKE_SECOND_S)
+    import time
+    time.sleep(float(os.environ.get("FAKE_SECOND_S", "0")))
 '''
 
 
-def boot(tmp_path, first, second, accel="tcg", more=()):
+def boot(tmp_path, first, second, accel="tcg", more=(), timeout=30,
+         second_s=0):
     qemu = tmp_path / "qemu"
     qemu.write_text(FAKE_QEMU)
     qemu.chmod(0o755)
@@ -69,12 +73,14 @@ def boot(tmp_path, first, second, accel="tcg", more=()):
                FAKE_CONSOLE1=str(tmp_path / "c1"),
                FAKE_CONSOLE2=str(tmp_path / "c2"),
                FAKE_COUNT=str(tmp_path / "count"),
-               VMTEST_PROBE_CACHE=str(tmp_path / "probe.json"))
+               VMTEST_PROBE_CACHE=str(tmp_path / "probe.json"),
+               FAKE_SECOND_S=str(second_s))
     p = subprocess.run(
         [sys.executable, "-m", "ci.guest.vm", "--kernel",
          str(tmp_path / "bzImage"), "--initrd", str(tmp_path / "initrd"),
-         "--out", str(out), "--accel", accel, "--timeout", "30", *more],
-        env=env, capture_output=True, text=True, timeout=60)
+         "--out", str(out), "--accel", accel, "--timeout", str(timeout),
+         *more],
+        env=env, capture_output=True, text=True, timeout=60 + 4 * second_s)
     assert p.returncode == 0, p.stdout + p.stderr
     return out, json.loads((out / "run.json").read_text()), p.stdout
 
@@ -94,6 +100,25 @@ def test_vm_py_boots_once_more_after_the_emulators_fault(tmp_path):
     assert run["retry_accel"] == "tcg,thread=single"
     assert "tcg,thread=single" in run["command"] and \
         "tcg,thread=multi" in run["first_command"]
+
+
+def test_the_second_boot_has_the_time_one_host_thread_needs(tmp_path):
+    """On one host thread the guest's vCPUs take turns: a run that had
+    min(smp, host CPUs) threads at the first boot may take that many
+    times as long, and its host timeout grows by as much (a guest that
+    passes in 236 s with threads took 236 s on one, 2026-11-30: a
+    slower host would meet the unscaled limit first)."""
+    threads = min(2, os.cpu_count() or 1)
+    if threads < 2:
+        import pytest
+        pytest.skip("one host CPU: the first boot had one thread too")
+    clean = "[    0.000000] Linux version 6.12\n"
+    out, run, said = boot(tmp_path, REAL, clean, timeout=3, second_s=4,
+                          more=("--smp", "2"))
+    assert (tmp_path / "count").read_text() == "2"
+    assert run["retry_timeout"] == 3 * threads
+    assert not run["timed_out"], said
+    assert (out / "results.log").read_text() == "TAP version 13 # boot 2\n"
 
 
 def test_a_guest_on_one_host_thread_is_not_booted_again(tmp_path):

@@ -34,8 +34,9 @@ boots once more, on one host thread (thread=single: the fault is a race
 between QEMU's vCPU threads, so a guest on one thread already, as on the
 instruction counter, is not booted again); the first boot's logs stay as
 *.emulator-fault.log and run.json's emulator_fault says what it was,
-retry_accel how the second boot ran, command its command line and
-first_command the first boot's.
+retry_accel how the second boot ran, retry_timeout its host timeout
+(the first's times the threads it had at once), command its command
+line and first_command the first boot's.
 """
 import argparse
 import ctypes
@@ -369,6 +370,9 @@ def main(argv=None):
         # an int3 still run after its patch is the kernel's.
         accel_args = single_thread(accel_args)
         cmd = command(a, qemu, accel_args, arch)
+        # The vCPUs now take turns on one host thread: the run may take
+        # as many times as long as it had threads running at once.
+        a.timeout *= max(1, min(a.smp, os.cpu_count() or 1))
         for name in arch.SERIAL:
             os.replace(os.path.join(a.out, f"{name}.log"),
                        os.path.join(a.out, f"{name}.emulator-fault.log"))
@@ -378,6 +382,7 @@ def main(argv=None):
         fields = boot_once(a, cmd, arch, slow)
         fields["emulator_fault"] = fault
         fields["retry_accel"] = accel_args[accel_args.index("-accel") + 1]
+        fields["retry_timeout"] = a.timeout
         fields["first_command"], fields["command"] = run["command"], cmd
     run.update(fields)
     with open(os.path.join(a.out, "run.json"), "w") as fh:
