@@ -139,7 +139,22 @@ void sample_tracepoint(const char *tp, bool deferred)
 		return;
 	}
 	printf("# %s\n", res.describe().c_str());
-	EXPECT_EQ(marker, samples) << "tracepoint samples without the marker";
+	/*
+	 * The callbacks run preemptible: a task switched out while its
+	 * entry's callbacks run (a slow guest's tick, a PREEMPT_RT kernel)
+	 * hits sched_switch with its request refused (-EBUSY: the
+	 * callbacks run, or ran again as often as an entry may), and is
+	 * unwound in place, next to its entry's record with the same stack
+	 * (arm64's PREEMPT_RT debug guest: 3 of 49, 2026-12-01). Every
+	 * other sample carries the marker.
+	 */
+	int in_place = is_switch ? (int)res.explained_fallbacks : 0;
+	EXPECT_EQ(marker + in_place, samples)
+		<< "tracepoint samples without the marker, not unwound in "
+		   "place next to their entry's record: "
+		<< res.describe();
+	EXPECT_TRUE(res.unexplained_fallbacks.empty() &&
+		    !res.no_user_samples) << res.describe();
 	EXPECT_TRUE(res.orphans.empty() && res.duplicates.empty() &&
 		    res.with_kernel_ip.empty() && !res.bad_marker_samples)
 		<< res.describe();

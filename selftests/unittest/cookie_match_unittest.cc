@@ -225,6 +225,51 @@ TEST(Matcher, ClassifiesFallbackKernelOnlyAndMisplacedMarker)
 	EXPECT_FALSE(r.clean()) << "a misplaced marker must make it unclean";
 }
 
+/*
+ * A sample unwound in place is explained only next to a record of its
+ * tid with the same user stack (a request refused while its entry's
+ * callbacks ran): tracepoint_test and deferred_test accept those and
+ * fail on any other.
+ */
+TEST(Matcher, FallbackExplainedOnlyBesideItsEntrysStack)
+{
+	auto one = [](std::vector<Record> recs) {
+		perf::CookieMatcher m;
+		std::string err;
+		EXPECT_TRUE(m.add_buffer(0, recs, kType, true, &err)) << err;
+		return m.match();
+	};
+	/* after its entry's record (0x401000 then the caller) */
+	perf::MatchResult r = one({
+		sample(10, 1, 0, 0x100),
+		deferred(10, 2, 0, 0x100, { 0x401000, 0x402000 }),
+		inplace_sample(10, 3, 0),
+	});
+	EXPECT_EQ(r.explained_fallbacks, 1u);
+	EXPECT_TRUE(r.unexplained_fallbacks.empty());
+	/* before it: the record may still be on its way */
+	r = one({
+		sample(10, 1, 0, 0x100),
+		inplace_sample(10, 2, 0),
+		deferred(10, 3, 0, 0x100, { 0x401000 }),
+	});
+	EXPECT_EQ(r.explained_fallbacks, 1u);
+	/* another stack, another task's record, or none at all */
+	for (auto recs : { std::vector<Record>{
+				   sample(10, 1, 0, 0x100),
+				   deferred(10, 2, 0, 0x100, { 0x405000 }),
+				   inplace_sample(10, 3, 0) },
+			   std::vector<Record>{
+				   sample(11, 1, 0, 0x100),
+				   deferred(11, 2, 0, 0x100, { 0x401000 }),
+				   inplace_sample(10, 3, 0) },
+			   std::vector<Record>{ inplace_sample(10, 3, 0) } }) {
+		r = one(recs);
+		EXPECT_EQ(r.explained_fallbacks, 0u);
+		EXPECT_EQ(r.unexplained_fallbacks.size(), 1u);
+	}
+}
+
 TEST(Matcher, KernelHalfIsKernelNonCanonicalIsJunk)
 {
 	perf::CookieMatcher m;
