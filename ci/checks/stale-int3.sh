@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# usage: stale-int3.sh BZIMAGE [BOOTS] [ACCEL]
+#
+# Does this x86-64 kernel meet QEMU TCG's stale int3 (doc/harness.md,
+# "Emulator faults")? Boots BZIMAGE BOOTS times (default 3) with ACCEL
+# (default tcg,thread=multi, as make vmtest) and an init that toggles the
+# raw_syscalls events 1500 times while four CPUs make system calls: each
+# toggle patches static keys (text_poke_bp()), the race's trigger. Prints,
+# per boot, the kernel-mode "Oops: int3" count and where the first one
+# hit, then how many boots met one. Any kernel will do, with or without
+# the series (the unpatched base is the question this answers); the
+# initramfs's busybox is make vmtest's (build/out/linux/initramfs.cpio.gz).
+# Logs: build/out/stale-int3/.
+. "$(dirname "$0")/../lib.sh"
+
+if [ $# -lt 1 ] || [ $# -gt 3 ]; then
+	die "usage: stale-int3.sh BZIMAGE [BOOTS] [ACCEL]"
+fi
+image=$(realpath "$1") boots=${2:-3} accel=${3:-tcg,thread=multi}
+[ -f "$image" ] || die "$1: no such kernel image"
+base=$BUILD/out/linux/initramfs.cpio.gz
+[ -f "$base" ] || die "$base missing: run 'make initramfs' first"
+command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing: run 'make deps'"
+out=$BUILD/out/stale-int3
+rm -rf "$out" && mkdir -p "$out/overlay"
+
+# A second cpio after make vmtest's: its /init replaces the harness's.
+cat >"$out/overlay/init" <<'EOF'
+#!/bin/sh
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t tracefs tracefs /sys/kernel/tracing
+echo "stale-int3: $(uname -r), $(nproc) CPUs"
+for i in 1 2 3 4; do
+	(while :; do cat /proc/self/stat >/dev/null; done) &
+done
+ev=/sys/kernel/tracing/events/raw_syscalls
+n=0
+while [ $n -lt 1500 ]; do
+	echo 1 >$ev/sys_enter/enable; echo 1 >$ev/sys_exit/enable
+	echo 0 >$ev/sys_enter/enable; echo 0 >$ev/sys_exit/enable
+	n=$((n + 1))
+done
+echo "stale-int3: $n toggles done"
+reboot -f
+EOF
+chmod +x "$out/overlay/init"
+(cd "$out/overlay" && echo init | cpio -o -H newc 2>/dev/null | gzip) >"$out/overlay.cpio.gz"
+cat "$base" "$out/overlay.cpio.gz" >"$out/initramfs.cpio.gz"
+
+met=0
+for i in $(seq "$boots"); do
+	log=$out/boot$i.log
+	t0=$SECONDS
+	# panic=-1: an oops in the scheduler kills the guest, which reboots
+	# out of QEMU (-no-reboot); the host's limit is for a hung guest.
+	timeout 900 qemu-system-x86_64 -machine q35 -cpu max -accel "$accel" \
+		-smp 4 -m 2G -nodefaults -display none -no-reboot \
+		-kernel "$image" -initrd "$out/initramfs.cpio.gz" \
+		-chardev "file,id=console,path=$log" -serial chardev:console \
+		-append "console=ttyS0,115200 panic=-1 rdinit=/init tsc=reliable" ||
+		true
+	n=$(grep -ac "Oops: int3" "$log" || true)
+	where=$(grep -a -m1 -A4 "Oops: int3" "$log" | grep -ao "RIP: 0010:[^ ]*" | head -1 || true)
+	done_=$(grep -ao "stale-int3: [0-9]* toggles done" "$log" | head -1 || true)
+	log "boot $i ($accel): $n int3 oops(es)${where:+, first at ${where#RIP: 0010:}}; ${done_:-the loop did not finish}; $((SECONDS - t0)) s"
+	[ "$n" -gt 0 ] && met=$((met + 1))
+done
+log "$met of $boots boots met an int3 oops ($(qemu-system-x86_64 --version | head -1)); logs: $out/"
