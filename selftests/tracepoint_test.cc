@@ -99,6 +99,8 @@ void sample_tracepoint(const char *tp, bool deferred)
 	ASSERT_TRUE(s.match(&m, &err)) << err;
 	perf::MatchResult res = m.match();
 	int samples = 0, full = 0, marker = 0, shortest = 1 << 30;
+	int asleep_in_place = 0;
+	std::string asleep_chain;
 	bool printed = false;
 	for (const perf::Sample &sm : s.samples(0, &err)) {
 		samples++;
@@ -107,6 +109,21 @@ void sample_tracepoint(const char *tp, bool deferred)
 		shortest = std::min(shortest, nk);
 		full += nk > 2;
 		marker += c.deferred;
+		/*
+		 * A task switched out in its sleep has made its entry's
+		 * first request there: nothing may refuse it (only the way
+		 * out, in or after the callbacks, may; see below).
+		 */
+		bool asleep = false;
+		std::string chain;
+		for (uint64_t ip : c.kernel) {
+			std::string n = ks.name(ip);
+			asleep |= n.rfind("do_nanosleep+", 0) == 0;
+			chain += " " + n;
+		}
+		if (deferred && is_switch && asleep && !c.deferred &&
+		    !asleep_in_place++)
+			asleep_chain = chain;
 		if (!printed) {
 			printed = true;
 			printf("# first %s sample: %d kernel frames\n", tp, nk);
@@ -146,8 +163,11 @@ void sample_tracepoint(const char *tp, bool deferred)
 	 * callbacks run, or ran again as often as an entry may), and is
 	 * unwound in place, next to its entry's record with the same stack
 	 * (arm64's PREEMPT_RT debug guest: 3 of 49, 2026-12-01). Every
-	 * other sample carries the marker.
+	 * other sample carries the marker, those in the sleep always.
 	 */
+	EXPECT_EQ(asleep_in_place, 0)
+		<< "sched_switch samples in the sleep unwound in place; the "
+		   "first's kernel chain:" << asleep_chain;
 	int in_place = is_switch ? (int)res.explained_fallbacks : 0;
 	EXPECT_EQ(marker + in_place, samples)
 		<< "tracepoint samples without the marker, not unwound in "
