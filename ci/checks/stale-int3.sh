@@ -4,7 +4,7 @@
 # Does this x86-64 kernel meet QEMU TCG's stale int3 (doc/harness.md,
 # "What fails a run")? Boots BZIMAGE BOOTS times (default 3) with ACCEL
 # (default tcg,thread=multi, as make vmtest) and an init that toggles the
-# raw_syscalls events 1500 times while four CPUs make system calls: each
+# raw_syscalls events 1500 times while four loops make system calls: each
 # toggle patches static keys (text_poke_bp()), the race's trigger. Prints
 # each boot's verdict (below) and how many met the fault. Any kernel will
 # do, with or without the series (the unpatched base is the question this
@@ -18,7 +18,6 @@ fi
 [ -f "$1" ] || die "$1: no such kernel image"
 base=$BUILD/out/linux/initramfs.cpio.gz
 [ -f "$base" ] || die "$base missing: run 'make initramfs' first"
-command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing: run 'make deps'"
 # Its guests take the build lock as make vmtest's do: a guest beside
 # them would be timed on a host they share.
 lock_script "$@"
@@ -73,18 +72,29 @@ else:
 ' "$1")
 }
 
+# make vmtest's x86-64 guest (ci/guest/x86_64.py): its QEMU, boot
+# parameters, vCPUs and machine, with ACCEL for its -accel.
+mapfile -t guest < <(cd "$ROOT" && /usr/bin/python3 -c '
+import sys
+from ci.guest import x86_64 as a
+args = list(a.TCG_ARGS)
+args[args.index("-accel") + 1] = sys.argv[1]
+print(a.QEMU, a.CMDLINE, a.SMP, *args, sep="\n")
+' "$accel")
+[ "${#guest[@]}" -gt 3 ] || die "ci/guest/x86_64.py: no guest definition"
+command -v "${guest[0]}" >/dev/null || die "${guest[0]} missing: run 'make deps'"
+
 met=0 clean=0
 for i in $(seq "$boots"); do
 	log=$out/boot$i.log
 	t0=$SECONDS
 	# panic=-1: an oops in the scheduler kills the guest, which reboots
 	# out of QEMU (-no-reboot); the host's limit is for a hung guest.
-	timeout 900 qemu-system-x86_64 -machine q35 -cpu max -accel "$accel" \
-		-smp 4 -m 2G -nodefaults -display none -no-reboot \
+	timeout 900 "${guest[0]}" "${guest[@]:3}" -smp "${guest[2]}" -m 2G \
+		-nodefaults -display none -no-reboot \
 		-kernel "$image" -initrd "$out/initramfs.cpio.gz" \
 		-chardev "file,id=console,path=$log" -serial chardev:console \
-		-append "console=ttyS0,115200 panic=-1 rdinit=/init tsc=reliable" ||
-		true
+		-append "${guest[1]}" || true
 	touch "$log"
 	v=$(verdict "$log")
 	log "boot $i ($accel, $((SECONDS - t0)) s): $v"
@@ -93,4 +103,4 @@ for i in $(seq "$boots"); do
 	clean:*) clean=$((clean + 1)) ;;
 	esac
 done
-log "$met of $boots boots met QEMU's stale int3, $clean finished clean, $((boots - met - clean)) inconclusive ($(qemu-system-x86_64 --version | head -1)); logs: $out/"
+log "$met of $boots boots met QEMU's stale int3, $clean finished clean, $((boots - met - clean)) inconclusive ($("${guest[0]}" --version | head -1)); logs: $out/"
