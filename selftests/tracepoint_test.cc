@@ -157,10 +157,11 @@ void sample_tracepoint(const char *tp, bool deferred)
 	}
 	printf("# %s\n", res.describe().c_str());
 	/*
-	 * The callbacks run preemptible: a task switched out while its
-	 * entry's callbacks run (a slow guest's tick, a PREEMPT_RT kernel)
-	 * hits sched_switch with its request refused (-EBUSY: the
-	 * callbacks run, or ran again as often as an entry may), and is
+	 * A task can be switched out while its entry's callbacks run (a
+	 * slow guest's tick, a PREEMPT_RT kernel: between them, or at the
+	 * end of perf's non-preemptible part); it then hits sched_switch
+	 * with its request refused (-EBUSY: the callbacks run, or ran
+	 * again as often as an entry may), and is
 	 * unwound in place, next to its entry's record with the same stack
 	 * (arm64's PREEMPT_RT debug guest: 3 of 49, 2026-12-01). Every
 	 * other sample carries the marker, those in the sleep always.

@@ -60,7 +60,7 @@ if n > 1:  # the second boot's run, in seconds (FAKE_SECOND_S)
 
 
 def boot(tmp_path, first, second, accel="tcg", more=(), timeout=30,
-         second_s=0):
+         second_s=0, cpus=None):
     qemu = tmp_path / "qemu"
     qemu.write_text(FAKE_QEMU)
     qemu.chmod(0o755)
@@ -80,7 +80,8 @@ def boot(tmp_path, first, second, accel="tcg", more=(), timeout=30,
          str(tmp_path / "bzImage"), "--initrd", str(tmp_path / "initrd"),
          "--out", str(out), "--accel", accel, "--timeout", str(timeout),
          *more],
-        env=env, capture_output=True, text=True, timeout=60 + 4 * second_s)
+        env=env, capture_output=True, text=True, timeout=60 + 4 * second_s,
+        preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
     assert p.returncode == 0, p.stdout + p.stderr
     return out, json.loads((out / "run.json").read_text()), p.stdout
 
@@ -108,7 +109,7 @@ def test_the_second_boot_has_the_time_one_host_thread_needs(tmp_path):
     times as long, and its host timeout grows by as much (a guest that
     passes in 236 s with threads took 236 s on one, 2026-11-30: a
     slower host would meet the unscaled limit first)."""
-    threads = min(2, os.cpu_count() or 1)
+    threads = min(2, len(os.sched_getaffinity(0)))
     if threads < 2:
         import pytest
         pytest.skip("one host CPU: the first boot had one thread too")
@@ -119,6 +120,18 @@ def test_the_second_boot_has_the_time_one_host_thread_needs(tmp_path):
     assert run["retry_timeout"] == 3 * threads
     assert not run["timed_out"], said
     assert (out / "results.log").read_text() == "TAP version 13 # boot 2\n"
+
+
+def test_the_threads_counted_are_the_cpus_vm_py_may_use(tmp_path):
+    """A vm.py confined to one CPU (taskset, a CI job's cgroup) ran its
+    first boot on one host thread whatever the host has: the second
+    boot's limit stays the first's."""
+    cpu = min(os.sched_getaffinity(0))
+    clean = "[    0.000000] Linux version 6.12\n"
+    _, run, _ = boot(tmp_path, REAL, clean, timeout=3, more=("--smp", "2"),
+                     cpus={cpu})
+    assert (tmp_path / "count").read_text() == "2"
+    assert run["retry_timeout"] == 3, run
 
 
 def test_a_guest_on_one_host_thread_is_not_booted_again(tmp_path):

@@ -43,6 +43,21 @@ def test_hang_reports_the_host_timeout():
     assert report.exit_code(rep) == 1
 
 
+def test_a_timed_out_second_boot_reports_its_own_limit(tmp_path):
+    """After the emulator's fault vm.py boots once more with a longer
+    limit (retry_timeout): the hang is reported with the limit that
+    fired, not the first boot's."""
+    import json
+    import shutil
+    d = tmp_path / "hang"
+    shutil.copytree(os.path.join(DATA, "hang"), d)
+    run = json.loads((d / "run.json").read_text())
+    run.update(emulator_fault="stale int3", retry_timeout=1200)
+    (d / "run.json").write_text(json.dumps(run))
+    f = failed(report.analyze(str(d), str(d / "kernel.config")))
+    assert "host timeout after 1200 s" in f["run/guest_finished"], f
+
+
 def test_missing_plan_fails():
     f = failed(analyze("missing_plan"))
     assert "callchain_test: no KTAP plan" in f["run/selftest_ktap"]

@@ -371,8 +371,9 @@ def main(argv=None):
         accel_args = single_thread(accel_args)
         cmd = command(a, qemu, accel_args, arch)
         # The vCPUs now take turns on one host thread: the run may take
-        # as many times as long as it had threads running at once.
-        a.timeout *= max(1, min(a.smp, os.cpu_count() or 1))
+        # as many times as long as it had threads running at once (the
+        # CPUs this process may run on, not the host's: taskset, cgroups).
+        a.timeout *= max(1, min(a.smp, len(os.sched_getaffinity(0))))
         for name in arch.SERIAL:
             os.replace(os.path.join(a.out, f"{name}.log"),
                        os.path.join(a.out, f"{name}.emulator-fault.log"))

@@ -181,7 +181,9 @@ def analyze(run_dir, config_path=None, expect="auto"):
     if rep.run.get("stopped"):
         finished.append(stuck)
     elif rep.run.get("timed_out"):
-        finished.append(f"host timeout after {rep.run.get('timeout')} s: "
+        # A second boot (after the emulator's fault) had its own limit.
+        limit = rep.run.get("retry_timeout", rep.run.get("timeout"))
+        finished.append(f"host timeout after {limit} s: "
                         "the guest hung" + ("" if stuck else
                                             " (last console lines below)"))
         finished += [stuck] if stuck else console.splitlines()[-8:]
