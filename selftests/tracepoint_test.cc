@@ -157,9 +157,9 @@ void sample_tracepoint(const char *tp, bool deferred)
 	}
 	printf("# %s\n", res.describe().c_str());
 	/*
-	 * A task can be switched out while its entry's callbacks run (a
-	 * slow guest's tick, a PREEMPT_RT kernel: between them, or at the
-	 * end of perf's non-preemptible part); it then hits sched_switch
+	 * On a preemptible kernel (PREEMPT_RT) a task can be switched out
+	 * while its entry's callbacks run (between them, or in perf's,
+	 * which keeps only migration off); it then hits sched_switch
 	 * with its request refused (-EBUSY: the callbacks run, or ran
 	 * again as often as an entry may), and is
 	 * unwound in place, next to its entry's record with the same stack

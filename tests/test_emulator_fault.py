@@ -126,6 +126,9 @@ def test_the_threads_counted_are_the_cpus_vm_py_may_use(tmp_path):
     """A vm.py confined to one CPU (taskset, a CI job's cgroup) ran its
     first boot on one host thread whatever the host has: the second
     boot's limit stays the first's."""
+    if (os.cpu_count() or 1) < 2:
+        import pytest
+        pytest.skip("one host CPU: the host's count is the same")
     cpu = min(os.sched_getaffinity(0))
     clean = "[    0.000000] Linux version 6.12\n"
     _, run, _ = boot(tmp_path, REAL, clean, timeout=3, more=("--smp", "2"),

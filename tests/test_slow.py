@@ -105,6 +105,44 @@ def test_slow_mode_gives_the_guest_a_third_of_the_time(tmp_path):
     assert 0.1 < slow / full < 0.6, (slow, full)
 
 
+# Writes init's timeouts line (FAKE_LINE) to the results port, then runs
+# for FAKE_SECONDS.
+SAYS_ITS_SLOWDOWN = """#!/usr/bin/python3
+import os, sys, time
+path = next(a.split("path=", 1)[1] for a in sys.argv
+            if a.startswith("file,id=results,"))
+open(path, "w").write(os.environ["FAKE_LINE"] + "\\n")
+time.sleep(float(os.environ["FAKE_SECONDS"]))
+"""
+
+
+@pytest.mark.parametrize("line,limit,timed_out", [
+    ("# vmtest-timeouts: settings x 3.00", 9, False),
+    ("# vmtest-timeouts: settings x 1.00", 3, True),
+    ("# vmtest: init started", 3, True)])
+def test_the_host_s_limit_grows_with_the_guest_s_slowdown(
+        tmp_path, line, limit, timed_out):
+    """init multiplies every program's timeout by the slowdown it
+    measures; the host's limit on the whole run grows as much, or a
+    program hanging on a slow host would be cut off with the whole guest
+    ("the guest hung") before init kills and names it."""
+    qemu = fake_qemu(tmp_path, SAYS_ITS_SLOWDOWN)
+    out = tmp_path / "run"
+    e = dict(os.environ, VMTEST_QEMU=str(qemu), FAKE_SECONDS="5",
+             FAKE_LINE=line, VMTEST_KVM_DEV="/nonexistent",
+             VMTEST_PROBE_CACHE=str(tmp_path / "probe.json"))
+    e.pop("VMTEST_SLOW", None)
+    e.pop("VMTEST_ICOUNT", None)
+    p = subprocess.run(
+        [sys.executable, "-m", "ci.guest.vm", "--kernel",
+         str(tmp_path / "bzImage"), "--initrd", str(tmp_path / "initrd"),
+         "--out", str(out), "--timeout", "3", "--accel", "tcg"],
+        env=e, capture_output=True, text=True, timeout=60)
+    run = json.loads((out / "run.json").read_text())
+    assert run["limit"] == limit and run["timed_out"] == timed_out, \
+        (run, p.stdout, p.stderr)
+
+
 def test_summary_names_the_guest_speed(tmp_path):
     src = os.path.join(ROOT, "tests", "data", "series", "normal")
     run = tmp_path / "run"

@@ -23,11 +23,14 @@ DIR = "ci/guest/config"
 SERIES = "series.config"
 
 # CONFIG= -> (the fragments after the common ones, make's default
-# VM_TIMEOUT in seconds, what it is for). "{series}" stands for the series'
+# VM_TIMEOUT in seconds, what it is for). A VM_TIMEOUT holds a passing run
+# plus the longest program timeout of selftests/settings, so that a hang
+# is killed and named by init first (tests/test_guest_timeouts.py: 360 s
+# + 221 s for normal, measured, in the reference guest's seconds). "{series}" stands for the series'
 # fragment with its mode; every configuration starts with guest.config,
 # the architecture's own fragment and kunit-at-boot.config.
 CONFIGS = {
-    "normal": (["{series}"], 600, "base + the series"),
+    "normal": (["{series}"], 900, "base + the series"),
     # stress.config's kmemleak is built in but off unless the command line
     # says kmemleak=on, which only make stress's boots do: the debug
     # kernel is also the stress kernel (one build less in make check).
@@ -37,16 +40,16 @@ CONFIGS = {
                "make stress"),
     "stress-rt": ([], 600, "the rt-debug kernel booted with kmemleak on, for "
                   "make stress-rt"),
-    "kcsan": (["{series}", "kcsan.config", "stress.config"], 600,
+    "kcsan": (["{series}", "kcsan.config", "stress.config"], 900,
               "KCSAN + kmemleak, for make stress-kcsan"),
     # The real-time kernel (Debian 13's -rt flavours), and with the debug
     # checks (lockdep finds sleeping locks taken in atomic context).
-    "rt": (["{series}", "rt.config"], 600, "base + the series, PREEMPT_RT"),
+    "rt": (["{series}", "rt.config"], 900, "base + the series, PREEMPT_RT"),
     "rt-debug": (["{series}", "debug-checks.config", "stress.config",
                   "rt.config"], 1500,
                  "rt + KASAN, lockdep, atomic-sleep checks; kmemleak built in"),
     # Instead of series.config: the series without the user unwinder.
-    "nounwind": (["nounwind.config"], 600,
+    "nounwind": (["nounwind.config"], 900,
                  "the series without UNWIND_USER"),
     # Debian's own configuration of the tree instead of tinyconfig and
     # guest.config (BASES): its built-in part, modules off.

@@ -427,6 +427,16 @@ def run_row(row, tree, base, sources, cc_cache, keep=False):
 
 
 LOGS = re.compile(r"^==> logs: (\S+)/\{console,results\}\.log", re.M)
+GUEST_SPEED = re.compile(r"^# vmtest-speed: factor ([0-9.]+) ", re.M)
+
+
+def read_text(d, name):
+    """D/NAME's text, "" when it is not there."""
+    try:
+        with open(os.path.join(d, name), errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
 
 
 def suite_result(junit):
@@ -463,8 +473,15 @@ def run_guest_row(row, tree):
             "CONFIG_UNWIND_USER", "n")
     if rundir and os.path.exists(os.path.join(rundir, "run.json")):
         with open(os.path.join(rundir, "run.json")) as f:
-            if json.load(f).get("boot_seconds") is not None:
-                res["booted"] = "yes"
+            run_json = json.load(f)
+        if run_json.get("boot_seconds") is not None:
+            res["booted"] = "yes"
+        # The guest's own time and its speed against the reference
+        # (tests/test_guest_timeouts.py holds each configuration's host
+        # limit to them).
+        res["guest_seconds"] = run_json.get("total_seconds")
+        speed = GUEST_SPEED.search(read_text(rundir, "results.log"))
+        res["guest_speed"] = float(speed.group(1)) if speed else None
     junit = os.path.join(rundir, "junit.xml") if rundir else ""
     if junit and os.path.exists(junit):
         res["suite"] = suite_result(junit)

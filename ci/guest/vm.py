@@ -11,7 +11,9 @@ usage: python3 -m ci.guest.vm --kernel BZIMAGE --initrd CPIO --out DIR
 The one writer of the run directory DIR, made anew: DIR/console.log
 (ttyS0: boot log, KUnit, splats), DIR/results.log (ttyS1: the selftests'
 KTAP), DIR/run.json (accelerator, times, exit status, whether the host
-timeout fired, "stopped" when the guest was stopped early), and what the
+timeout fired, "limit" the seconds it allowed: --timeout times the
+guest's own measured slowdown, "guest_slowdown", when that is above 1;
+"stopped" when the guest was stopped early), and what the
 judges need of the inputs: DIR/kernel.config (--kernel-config, the
 kernel's .config), DIR/programs.txt and DIR/left_out.txt (the initramfs's
 CPIO.programs and CPIO.left_out, written by ci/guest/mkinitramfs.sh). It decides nothing: the verdict is ci/judge/vmtest's, read from
@@ -42,6 +44,7 @@ import argparse
 import ctypes
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -202,12 +205,22 @@ def read(out, name):
         return fh.read()
 
 
+# init's line on the results port: the factor by which it multiplies every
+# program's timeout (selftests/host_speed.c against the reference guest).
+GUEST_SLOWDOWN = re.compile(r"^# vmtest-timeouts: settings x ([0-9.]+)$")
+
+
 def boot_once(a, cmd, arch, slow):
     """Boot the guest with CMD and watch it to its end (exit, host
     timeout, or --stuck-grace after a stuck report); run.json's fields of
-    that boot."""
+    that boot. The host's limit grows with the slowdown the guest
+    measures (init's GUEST_SLOWDOWN line) as the programs' timeouts do:
+    a program that hangs on a slow host is then killed, and named, by
+    init before the whole run is cut off. SLOW= has already multiplied
+    the limit by what it slows down, which the guest measures again."""
     results = os.path.join(a.out, "results.log")
     t0 = time.monotonic()
+    limit, slowdown = a.timeout, None
     boot = None
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -215,6 +228,7 @@ def boot_once(a, cmd, arch, slow):
     throttle = Throttle(proc, slow) if slow is not None else None
     timed_out, stopped = False, None
     console = Tail(os.path.join(a.out, "console.log"))
+    said = Tail(results)
     watch = Watch(a.stuck_grace)
     try:
         if throttle:
@@ -225,10 +239,16 @@ def boot_once(a, cmd, arch, slow):
                 boot = now - t0
             for line in console.lines():
                 watch.feed(line, now)
+            for line in said.lines() if slowdown is None else ():
+                m = GUEST_SLOWDOWN.match(line)
+                if m:
+                    slowdown = float(m.group(1))
+                    limit = max(a.timeout,
+                                round(a.timeout / (slow or 1) * slowdown))
             if watch.due(now):
                 stopped = watch.stuck
                 break
-            if now - t0 > a.timeout:
+            if now - t0 > limit:
                 timed_out = True
                 break
             time.sleep(0.1)
@@ -241,6 +261,7 @@ def boot_once(a, cmd, arch, slow):
     return dict(boot_seconds=round(boot, 2) if boot is not None else None,
                 total_seconds=round(time.monotonic() - t0, 2),
                 qemu_exit=proc.returncode, timed_out=timed_out,
+                limit=limit, guest_slowdown=slowdown,
                 stopped=stopped, qemu_output=qemu_out[-2000:])
 
 

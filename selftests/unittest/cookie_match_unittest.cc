@@ -255,20 +255,6 @@ TEST(Matcher, FallbackExplainedOnlyBesideItsEntrysStack)
 	});
 	EXPECT_EQ(r.explained_fallbacks, 1u);
 	/*
-	 * The record of another entry of its task with the same stack (a
-	 * loop's every entry has one): explained too, the rule names no
-	 * cookie; tracepoint_test tells those apart by where the sample was
-	 * taken (the sleep).
-	 */
-	r = one({
-		sample(10, 1, 0, 0x100),
-		deferred(10, 2, 0, 0x100, { 0x401000 }),
-		sample(10, 3, 0, 0x200),
-		deferred(10, 4, 0, 0x200, { 0x401000 }),
-		inplace_sample(10, 5, 0),
-	});
-	EXPECT_EQ(r.explained_fallbacks, 1u);
-	/*
 	 * Only the nearest records count: a record of the same stack
 	 * further away, with other stacks nearer on both sides, leaves it
 	 * unexplained (its own entry's record is one of the nearest).

@@ -181,8 +181,10 @@ def analyze(run_dir, config_path=None, expect="auto"):
     if rep.run.get("stopped"):
         finished.append(stuck)
     elif rep.run.get("timed_out"):
-        # A second boot (after the emulator's fault) had its own limit.
-        limit = rep.run.get("retry_timeout", rep.run.get("timeout"))
+        # The limit that fired: scaled by the guest's slowdown, or a
+        # second boot's (after the emulator's fault); older runs had none.
+        limit = rep.run.get("limit") or rep.run.get(
+            "retry_timeout", rep.run.get("timeout"))
         finished.append(f"host timeout after {limit} s: "
                         "the guest hung" + ("" if stuck else
                                             " (last console lines below)"))
