@@ -157,14 +157,15 @@ void sample_tracepoint(const char *tp, bool deferred)
 	}
 	printf("# %s\n", res.describe().c_str());
 	/*
-	 * On a preemptible kernel (PREEMPT_RT) a task can be switched out
-	 * while its entry's callbacks run (between them, or in perf's,
-	 * which keeps only migration off); it then hits sched_switch
-	 * with its request refused (-EBUSY: the callbacks run, or ran
-	 * again as often as an entry may), and is
-	 * unwound in place, next to its entry's record with the same stack
-	 * (arm64's PREEMPT_RT debug guest: 3 of 49, 2026-12-01). Every
-	 * other sample carries the marker, those in the sleep always.
+	 * On a preemptible kernel (PREEMPT, PREEMPT_RT) a task can be
+	 * switched out while its entry's callbacks run (between them, or
+	 * in perf's, which keeps only migration off); it then hits
+	 * sched_switch with its request refused (-EBUSY: the callbacks
+	 * run, or ran again as often as an entry may), and is unwound in
+	 * place, next to its entry's record with the same stack (arm64's
+	 * PREEMPT_RT debug guest: 3 of 49, 2026-12-01, when perf's callback
+	 * still kept preemption off). Every other sample carries the
+	 * marker, those in the sleep always.
 	 */
 	EXPECT_EQ(asleep_in_place, 0)
 		<< "sched_switch samples in the sleep unwound in place; the "

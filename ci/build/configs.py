@@ -23,10 +23,10 @@ DIR = "ci/guest/config"
 SERIES = "series.config"
 
 # CONFIG= -> (the fragments after the common ones, make's default
-# VM_TIMEOUT in seconds, what it is for). A VM_TIMEOUT holds a passing run
-# plus the longest program timeout of selftests/settings, so that a hang
-# is killed and named by init first (tests/test_guest_timeouts.py: 360 s
-# + 221 s for normal, measured, in the reference guest's seconds). "{series}" stands for the series'
+# VM_TIMEOUT in seconds, what it is for). A VM_TIMEOUT holds a passing
+# run plus the longest program timeout of selftests/settings, so that a
+# hang is killed and named by init first (tests/test_guest_timeouts.py,
+# in the reference guest's seconds: rt 318 s + 360 s, 2026-12-01). "{series}" stands for the series'
 # fragment with its mode; every configuration starts with guest.config,
 # the architecture's own fragment and kunit-at-boot.config.
 CONFIGS = {
