@@ -74,7 +74,7 @@ def test_each_configuration_outlasts_its_longest_program_s_hang():
     own limit."""
     longest = max(program_timeouts().values())
     runs = reference_runs()
-    assert {"normal", "debug"} <= set(runs), runs
+    assert {"normal", "debug", "rt", "rt-debug"} <= set(runs), runs
     short = {}
     for config, (_, vm_timeout, _) in CONFIGS.items():
         if config in KERNEL_OF:
