@@ -372,3 +372,34 @@ def test_a_guest_rows_key_covers_the_makefile_it_runs(tmp_path, monkeypatch):
     (args, cwd), = ran
     assert args[0] == "make" and cwd == matrix.ROOT
     assert "Makefile" in matrix.GUEST_PARTS
+
+
+def test_a_stopped_matrix_stops_the_build_it_started(tmp_path):
+    """SIGTERM to make matrix (a session's end, a kill) ends what its row
+    was running, make's own children too: a compiler left running beside
+    the next kernel build was seen (2026-12-01)."""
+    import signal
+    import sys
+    import time
+    make = tmp_path / "make"
+    # a "make" whose "compiler" outlives it unless its group is stopped
+    make.write_text("#!/bin/sh\nsleep 300 &\necho $! > %s\nwait\n"
+                    % (tmp_path / "child.pid"))
+    make.chmod(0o755)
+    code = ("from ci.checks import matrix\nmatrix.exit_on_sigterm()\n"
+            f"matrix.run([{str(make)!r}], '.', {str(tmp_path / 'log')!r})\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = subprocess.Popen([sys.executable, "-c", code], cwd=root)
+    pidfile = tmp_path / "child.pid"
+    deadline = time.monotonic() + 60
+    while not (pidfile.exists() and pidfile.read_text().strip()):
+        assert time.monotonic() < deadline, "the fake make never started"
+        time.sleep(0.1)
+    child = int(pidfile.read_text())
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(60) == 143
+    deadline = time.monotonic() + 30
+    while os.path.exists(f"/proc/{child}") and \
+            open(f"/proc/{child}/stat").read().split()[2] != "Z":
+        assert time.monotonic() < deadline, "the build's child still runs"
+        time.sleep(0.1)

@@ -47,6 +47,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -191,12 +192,25 @@ def make_args(row, obj, cc_cache):
 
 def run(args, cwd, log_path, env=None):
     """Run ARGS in CWD, stderr and stdout to LOG_PATH (appended); the
-    exit code."""
+    exit code. A matrix stopped meanwhile (SIGTERM, ^C) stops it and all
+    it started: its own process group, so that make's compilers do not go
+    on beside the next kernel build."""
     with open(log_path, "a") as f:
         f.write("$ " + " ".join(args) + "\n")
         f.flush()
-        return subprocess.run(args, cwd=cwd, stdout=f, stderr=f,
-                              env=env).returncode
+        proc = subprocess.Popen(args, cwd=cwd, stdout=f, stderr=f, env=env,
+                                start_new_session=True)
+        try:
+            return proc.wait()
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait()
+
+
+def exit_on_sigterm():
+    """SIGTERM ends the matrix as ^C does: through run()'s clean-up."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
 
 def read_config(obj, name=".config"):
@@ -668,6 +682,7 @@ def packages_of(rows):
 
 
 def main(argv=None):
+    exit_on_sigterm()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--src", required=True)
     ap.add_argument("--rows", default="")
