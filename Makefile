@@ -83,7 +83,7 @@ PERF_UPSTREAM_OUT := $(BUILD)/out/perf-upstream/perf$(ASFX)
 # unstable's linux-source-7.2, unpacked here by ci/series/upstream-tree.sh) with
 # that tree's own perf, perf.so and perf shell tests.
 UPSTREAM_TREE ?= $(BUILD)/upstream-7.2
-RUN_DIR    := $(OUT)/vmtest$(ASFX)-$(CONFIG)$(if $(filter-out off no 0,$(SLOW)),-slow)
+RUN_DIR    := $(OUT)/vmtest$(ASFX)-$(CONFIG)$(if $(filter-out off no 0,$(SLOW)),-slow)$(if $(filter single,$(TCG_THREAD)),-onethread)
 # make bench: BENCH=quick|full|libs (the SFrame walk on distinct functions)|maps
 # (mmap of libraries with and without .sframe)|exitpath (only the untraced
 # getppid loop), in a guest with one vCPU per host core
@@ -113,6 +113,10 @@ export ACCEL
 # 1/N of the host's time (ci/guest/vm.py, doc/harness.md "Slow hosts").
 SLOW       ?=
 export VMTEST_SLOW := $(SLOW)
+# TCG_THREAD=single: every vCPU of a TCG guest on one host thread, as the
+# boot after an emulator fault runs (ci/guest/vm.py --tcg-thread).
+TCG_THREAD ?=
+export VMTEST_TCG_THREAD := $(TCG_THREAD)
 # make overhead ICOUNT=on|off: the TCG guest's clock counts its
 # instructions, 1 ns each (ci/guest/vm.py --icount), so a time measured in
 # the guest is the same on any host, under any load. On by default (off
@@ -131,7 +135,7 @@ export EXPECT_FEATURE
 	realprograms initramfs-realstacks realstacks overhead guest-recording trace-recording
 
 help: ## list the targets
-	@echo "usage: make TARGET [KERNEL=DIR] [ARCH=x86_64|arm64] [CONFIG=normal|debug|rt|rt-debug|debian|debian-rt|stress|kcsan|nounwind] [FILTER=gtest-filter] [PERF_TREE=DIR] [SLOW=on]"
+	@echo "usage: make TARGET [KERNEL=DIR] [ARCH=x86_64|arm64] [CONFIG=normal|debug|rt|rt-debug|debian|debian-rt|stress|kcsan|nounwind] [FILTER=gtest-filter] [PERF_TREE=DIR] [SLOW=on] [TCG_THREAD=single]"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
 		awk -F':.*## ' '{ printf "  %-14s %s\n", $$1, $$2 }'
 

@@ -16,9 +16,9 @@ import os
 import re
 
 from ci.build.configs import CONFIGS, KERNEL_OF
+from ci.judge.vmtest.rundir import speed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SPEED = re.compile(r"^# vmtest-speed: factor ([0-9.]+) ", re.M)
 
 
 def program_timeouts():
@@ -49,7 +49,7 @@ def reference_runs():
         with open(os.path.join(d, "run.json")) as f:
             seconds = json.load(f)["total_seconds"]
         with open(os.path.join(d, "results.log"), errors="replace") as f:
-            add(name, seconds, float(SPEED.search(f.read()).group(1)))
+            add(name, seconds, speed(f.read())[1])
     for path in glob.glob(os.path.join(ROOT, "doc/matrix/*-guest.json")):
         # ARCH-CONFIG-guest.json, ARCH x86_64 or arm64
         config = os.path.basename(path)[:-len("-guest.json")].split("-", 1)[1]

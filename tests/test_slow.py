@@ -18,11 +18,11 @@ import pytest
 
 from ci.guest import arch as guest_arch
 from ci.guest import vm
-from ci.judge.vmtest import report
+from ci.judge.vmtest import report, rundir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SPEED = ("factor 3.12 user 310 ms (reference 99 ms) syscalls 80 ms "
-         "forks 95 ms")
+SPEED = ("factor 3.12 user 310 ms (reference 99 ms) parallel 1240 ms on 4 "
+         "CPUs (contention 4.00, reference 2.00) syscalls 80 ms forks 95 ms")
 
 
 @pytest.mark.parametrize("value,factor", [
@@ -68,6 +68,7 @@ def boot(tmp_path, *extra, env=None):
     # the caller's own clock settings are not the test's
     e.pop("VMTEST_SLOW", None)
     e.pop("VMTEST_ICOUNT", None)
+    e.pop("VMTEST_TCG_THREAD", None)
     e.update(env or {})
     p = subprocess.run(
         [sys.executable, "-m", "ci.guest.vm", "--kernel",
@@ -162,6 +163,23 @@ def test_summary_names_the_guest_speed(tmp_path):
                for line in report.summary(rep))
 
 
+@pytest.mark.parametrize("results,line,factor", [
+    (f"# vmtest-speed: {SPEED}\r\n# vmtest-timeouts: settings x 3.12\r\n",
+     SPEED, 3.12),
+    (f"# vmtest-speed: {SPEED}\n", SPEED, 3.12),
+    # the line before the guest measured its parallel loop (evidence runs)
+    ("# vmtest-speed: factor 0.97 user 93 ms (reference 96 ms) syscalls 9 "
+     "ms forks 90 ms\n", "factor 0.97 user 93 ms (reference 96 ms) syscalls "
+     "9 ms forks 90 ms", 0.97),
+    ("# vmtest-speed: failed (fork: no)\n", "failed (fork: no)", None),
+    ("KTAP version 1\n", "", None)])
+def test_the_speed_line_is_read_in_one_place(results, line, factor):
+    """rundir.speed(): the report's line, and the factor make matrix's
+    guest rows and tests/test_guest_timeouts.py hold the limits to; the
+    tty's \r is not part of either."""
+    assert rundir.speed(results) == (line, factor)
+
+
 def test_a_cancelled_slow_run_leaves_no_qemu_behind(tmp_path):
     """SIGTERM to vm.py (a cancelled job) while the throttle holds QEMU
     stopped for most of the time: vm.py exits and QEMU goes with it."""
@@ -231,4 +249,26 @@ def test_a_boot_without_icount_keeps_tcg_threads(tmp_path):
 def test_icount_refuses_what_it_cannot_honour(tmp_path, env, says):
     p, out = boot(tmp_path, "--accel", "tcg", env=env)
     assert p.returncode == 2 and says in p.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("how,env", [
+    (("--tcg-thread", "single"), {}), ((), {"VMTEST_TCG_THREAD": "single"})])
+def test_tcg_thread_single_boots_every_vcpu_on_one_thread(tmp_path, how,
+                                                          env):
+    """make vmtest TCG_THREAD=single: the suite as CI runs it after an
+    emulator fault, on purpose."""
+    p, out = boot(tmp_path, "--accel", "tcg", *how, env=env)
+    assert p.returncode == 0, p.stderr
+    run = json.loads((out / "run.json").read_text())
+    assert run["one_thread"] is True
+    assert "tcg,thread=single" in run["command"]
+    assert not any("thread=multi" in a for a in run["command"])
+    assert "one host thread (TCG_THREAD=single)" in run["accel_reason"]
+
+
+def test_tcg_thread_refuses_what_it_does_not_know(tmp_path):
+    p, out = boot(tmp_path, "--accel", "tcg",
+                  env={"VMTEST_TCG_THREAD": "2"})
+    assert p.returncode == 2 and "use single" in p.stderr
     assert not out.exists()

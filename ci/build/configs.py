@@ -26,9 +26,10 @@ SERIES = "series.config"
 # VM_TIMEOUT in seconds, what it is for). A VM_TIMEOUT holds a passing
 # run plus the longest program timeout of selftests/settings, so that a
 # hang is killed and named by init first (tests/test_guest_timeouts.py,
-# in the reference guest's seconds: rt 318 s + 360 s, 2026-12-01). "{series}" stands for the series'
-# fragment with its mode; every configuration starts with guest.config,
-# the architecture's own fragment and kunit-at-boot.config.
+# in the reference guest's seconds: rt 307 s + 360 s, 2026-12-01).
+# "{series}" stands for the series' fragment with its mode; every
+# configuration starts with guest.config, the architecture's own fragment
+# and kunit-at-boot.config.
 CONFIGS = {
     "normal": (["{series}"], 900, "base + the series"),
     # stress.config's kmemleak is built in but off unless the command line

@@ -53,6 +53,7 @@ import sys
 import time
 
 from ci.build import configs, lock
+from ci.judge.vmtest.rundir import speed
 from ci.series import tested_section
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -441,7 +442,6 @@ def run_row(row, tree, base, sources, cc_cache, keep=False):
 
 
 LOGS = re.compile(r"^==> logs: (\S+)/\{console,results\}\.log", re.M)
-GUEST_SPEED = re.compile(r"^# vmtest-speed: factor ([0-9.]+) ", re.M)
 
 
 def read_text(d, name):
@@ -494,8 +494,7 @@ def run_guest_row(row, tree):
         # (tests/test_guest_timeouts.py holds each configuration's host
         # limit to them).
         res["guest_seconds"] = run_json.get("total_seconds")
-        speed = GUEST_SPEED.search(read_text(rundir, "results.log"))
-        res["guest_speed"] = float(speed.group(1)) if speed else None
+        res["guest_speed"] = speed(read_text(rundir, "results.log"))[1]
     junit = os.path.join(rundir, "junit.xml") if rundir else ""
     if junit and os.path.exists(junit):
         res["suite"] = suite_result(junit)

@@ -6,7 +6,7 @@ usage: python3 -m ci.guest.vm --kernel BZIMAGE --initrd CPIO --out DIR
              [--timeout S] [--filter GTEST_FILTER] [--jobs N]
              [--accel kvm|tcg] [--bench PLAN] [--stress SECONDS]
              [--stress-args A,B] [--realstacks PLAN] [--keep NAME] [--stuck-grace S]
-             [--slow N] [--icount]
+             [--slow N] [--icount] [--tcg-thread single|multi]
 
 The one writer of the run directory DIR, made anew: DIR/console.log
 (ttyS0: boot log, KUnit, splats), DIR/results.log (ttyS1: the selftests'
@@ -26,6 +26,10 @@ counter: one thread for every vCPU, and the guest's clock advances 1 ns
 per instruction executed, whatever the host's speed and load, so a time
 measured in the guest is a count of the guest's instructions; under
 KVM it is ignored (the guest runs on the host's clock).
+--tcg-thread single (make vmtest TCG_THREAD=single, VMTEST_TCG_THREAD)
+boots a TCG guest as the retry below does, every vCPU on one host
+thread, so the suite can be run on purpose the way CI runs it after an
+emulator fault; under KVM it is ignored.
 It only watches the console as it streams, and stops the
 guest --stuck-grace seconds after the first soft lockup, hung task or RCU
 stall (ci/console.py's STUCK): such a guest never finishes by itself
@@ -105,6 +109,17 @@ def icount_wanted(value):
 def single_thread(tcg_args):
     """TCG_ARGS with every vCPU on one host thread (thread=single)."""
     return [a.replace("thread=multi", "thread=single") for a in tcg_args]
+
+
+def tcg_thread(value):
+    """Whether --tcg-thread's VALUE (VMTEST_TCG_THREAD) asks for one host
+    thread: "single"; "" and "multi" keep QEMU's thread per vCPU."""
+    if value in ("", "multi"):
+        return False
+    if value == "single":
+        return True
+    raise ValueError(f"TCG_THREAD={value}: use single (every vCPU on one "
+                     "host thread, as after an emulator fault) or multi")
 
 
 def icount_args(tcg_args):
@@ -313,6 +328,10 @@ def main(argv=None):
                     default=os.environ.get("VMTEST_ICOUNT", ""),
                     help="on or off: under TCG, the guest's clock counts "
                     "its instructions (1 ns each)")
+    ap.add_argument("--tcg-thread",
+                    default=os.environ.get("VMTEST_TCG_THREAD", ""),
+                    help="single or multi: under TCG, every vCPU on one "
+                    "host thread (as the emulator-fault retry) or one each")
     ap.add_argument("--arch", default=os.environ.get("VMTEST_ARCH", ""),
                     help="the guest's architecture: x86_64 (default) or "
                     "arm64 (ci/guest/arch.py)")
@@ -321,6 +340,7 @@ def main(argv=None):
         arch = guest_arch.load(a.arch)
         slow = slow_factor(a.slow)
         icount = icount_wanted(a.icount)
+        one_thread = tcg_thread(a.tcg_thread)
         if icount and slow is not None:
             raise ValueError("SLOW= and ICOUNT=on do not go together: "
                              "the instruction counter's clock never sees "
@@ -357,6 +377,13 @@ def main(argv=None):
     elif icount:
         why += "; instruction counter: the guest's clock is its " \
             "instructions, 1 ns each"
+    if one_thread and acc == "kvm":
+        one_thread = False
+        why += "; one TCG thread asked for (TCG_THREAD=single), but the " \
+            "guest runs under KVM"
+    elif one_thread:
+        why += "; every vCPU on one host thread (TCG_THREAD=single), as " \
+            "a boot after an emulator fault"
     print(f"vm: accelerator {acc}: {why}")
     shutil.rmtree(a.out, ignore_errors=True)
     os.makedirs(a.out)
@@ -369,12 +396,14 @@ def main(argv=None):
     for name in arch.SERIAL:
         open(os.path.join(a.out, f"{name}.log"), "w").close()
     accel_args = arch.KVM_ARGS if acc == "kvm" else \
-        icount_args(arch.TCG_ARGS) if icount else arch.TCG_ARGS
+        icount_args(arch.TCG_ARGS) if icount else \
+        single_thread(arch.TCG_ARGS) if one_thread else arch.TCG_ARGS
     cmd = command(a, qemu, accel_args, arch)
     run = {"arch": arch.NAME, "accel": acc, "accel_reason": why, "smp": a.smp, "mem": a.mem,
            "timeout": a.timeout, "filter": a.filter, "jobs": a.jobs,
            "bench": a.bench, "stress": a.stress,
            "realstacks": a.realstacks, "slow": slow, "icount": icount,
+           "one_thread": one_thread,
            "command": cmd}
     # SIGTERM (a cancelled CI job) ends vm.py through boot_once's finally.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

@@ -170,8 +170,7 @@ def analyze(run_dir, config_path=None, expect="auto"):
     rep.expect_feature = expect == "yes" or (
         expect == "auto" and FEATURE_OPTION in config.splitlines())
     rep.series = any(o in opts for o in SERIES_KUNIT)
-    m = re.search(r"^# vmtest-speed: (.*)$", results, re.M)
-    rep.speed = m.group(1) if m else ""
+    rep.speed = rundir.speed(results)[0]
     cases = rep.cases
 
     # The guest must have finished, by itself, in time. One that hung is

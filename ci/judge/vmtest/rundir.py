@@ -29,8 +29,21 @@ EXPLAINED_TAINTS = (
 # (kernel/events/core.c, perf_sample_event_took()).
 RATE_LOWERED = re.compile(r"perf: interrupt took too long .*lowering "
                           r"kernel\.perf_event_max_sample_rate to (\d+)")
+# init's copy of selftests/host_speed's line: how fast the guest ran
+# against the reference guest (the factor first).
+SPEED = re.compile(r"^# vmtest-speed: (.*?)\r?$", re.M)
+SPEED_FACTOR = re.compile(r"^factor ([0-9.]+) ")
 NO_DONE = ("the guest never wrote its done marker on the results channel: "
            "it panicked, hung or init died (see console.log)")
+
+
+def speed(results):
+    """The guest's speed line in RESULTS (results.log's text), without its
+    "# vmtest-speed: ", and its factor: ("", None) when it has none."""
+    m = SPEED.search(results)
+    line = m.group(1) if m else ""
+    f = SPEED_FACTOR.match(line)
+    return line, float(f.group(1)) if f else None
 
 
 class NoRun(FileNotFoundError):
