@@ -13,7 +13,9 @@
  * The SelfMigrating tests account a whole recording instead: a thread
  * that moves itself to the next CPU before each system call, every cookie
  * its samples announced (near enabling and disabling too) against every
- * record in every CPU's buffer, with nothing lost.
+ * record in every CPU's buffer, with nothing lost (on a guest slower than
+ * the reference, a recording that lost records is made again at twice
+ * the sampling period).
  */
 #include <gtest/gtest.h>
 #include <stdio.h>
@@ -238,16 +240,17 @@ percpu_self_moving(int depth, SelfMover *m)
 }
 
 /*
- * part: the session's events are on the first half of the CPUs only (perf
- * record -C), the thread moves over all of them: an entry sampled on a
- * CPU of the session may return on one without an event of it.
+ * One recording of the self-moving thread with a sampling period of
+ * period_ns, judged whole. part: the session's events are on the first
+ * half of the CPUs only (perf record -C), the thread moves over all of
+ * them: an entry sampled on a CPU of the session may return on one
+ * without an event of it. A run that lost records cannot be judged: with
+ * may_lose it only says so and returns their count in *lost.
  */
-void check_self_migrating(bool bare, bool part = false)
+void self_migrating_run(bool bare, bool part, uint64_t period_ns,
+			bool may_lose, uint64_t *lost)
 {
-	SKIP_UNLESS_DEFER_CALLCHAIN();
 	std::vector<int> cpus = session::online_cpus();
-	if (cpus.size() < 2)
-		GTEST_SKIP() << "needs 2 CPUs, have 1";
 	std::vector<int> watched = cpus;
 	if (part)
 		watched.resize(cpus.size() / 2);
@@ -255,11 +258,13 @@ void check_self_migrating(bool bare, bool part = false)
 	session::Session s;
 	session::Options o;
 	/*
-	 * 50 us on the reference guest, longer on a slower one (as
-	 * check_migrating's, for the same reason): at a fixed 50 us a guest
-	 * whose vCPUs share one host thread lost 10432 records.
+	 * Not the idle task: it never returns to user space, so its samples
+	 * announce no cookie and only fill the buffers (on one host thread,
+	 * make vmtest TCG_THREAD=single, the debug kernel lost 578839
+	 * records with them, 28533 without).
 	 */
-	o.period = (uint64_t)(50000 * work::slowdown());
+	o.period = period_ns;
+	o.exclude_idle = true;
 	o.pages = 1024; /* 4 MiB per CPU, drained every 2 ms */
 	o.defer_output = bare;
 	int r = s.open_on_cpus(o, watched);
@@ -388,7 +393,8 @@ void check_self_migrating(bool bare, bool part = false)
 		}
 	}
 
-	printf("# %s%s: worker tid %d moved itself %d times (%d pin failures, "
+	printf("# %s%s, period %.0f us: worker tid %d moved itself %d times "
+	       "(%d pin failures, "
 	       "%d short reads), %zu samples of it announced %zu cookies; "
 	       "%zu records of it (%zu of other tasks) in %zu buffers; "
 	       "%zu cookies without a record, %zu with more than one, %zu "
@@ -400,7 +406,7 @@ void check_self_migrating(bool bare, bool part = false)
 		      "a side-band dummy per CPU",
 	       part ? (" on " + std::to_string(watched.size()) + " of " +
 		       std::to_string(cpus.size()) + " CPUs").c_str() : "",
-	       me, mover.moves, mover.pin_failures, mover.short_reads,
+	       o.period / 1e3, me, mover.moves, mover.pin_failures, mover.short_reads,
 	       worker_samples, announced.size(), worker_records,
 	       other_records, receivers.size(), none, several, unannounced,
 	       migrated, late, wrong_cpu, throttles,
@@ -409,18 +415,53 @@ void check_self_migrating(bool bare, bool part = false)
 		printf("#   %s\n", l.c_str());
 	fflush(stdout);
 
+	/* What losses cannot explain, in every run. */
+	ASSERT_EQ(mover.pin_failures, 0) << "sched_setaffinity() failed";
+	EXPECT_EQ(wrong_cpu, 0u) << "records in another CPU's buffer";
+	EXPECT_TRUE(res.with_kernel_ip.empty()) << res.describe();
+	if (res.lost && may_lose) {
+		*lost = res.lost;
+		return;
+	}
 	ASSERT_EQ(res.lost, 0u)
 		<< "records lost: the run cannot be judged, the buffers are "
 		   "too small for this kernel";
-	ASSERT_EQ(mover.pin_failures, 0) << "sched_setaffinity() failed";
 	ASSERT_GT(announced.size(), 0u) << "the worker was never sampled";
 	EXPECT_EQ(none, 0u) << "announced cookies without a record";
 	EXPECT_EQ(several, 0u) << "announced cookies with a record again that "
 				  "answers no sample";
 	EXPECT_EQ(unannounced, 0u)
 		<< "records of the worker with a cookie no sample announced";
-	EXPECT_EQ(wrong_cpu, 0u) << "records in another CPU's buffer";
-	EXPECT_TRUE(res.with_kernel_ip.empty()) << res.describe();
+}
+
+void check_self_migrating(bool bare, bool part = false)
+{
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	if (session::online_cpus().size() < 2)
+		GTEST_SKIP() << "needs 2 CPUs, have 1";
+	/*
+	 * 50 us on the reference guest, longer on a slower one (as
+	 * check_migrating's, for the same reason): at a fixed 50 us a guest
+	 * whose vCPUs share one host thread lost 10432 records. What a
+	 * reader at a raised priority gets of the CPUs still depends on such
+	 * a host (on one host thread the debug kernel lost 19009 records at
+	 * 88 us): on a guest measured slower than the reference, a run that
+	 * lost some is recorded again at twice the period, up to 3 runs, and
+	 * the last must lose none. On a guest as fast as the reference the
+	 * first must: a kernel that floods or stalls the buffers fails there.
+	 */
+	const int runs = work::slowdown() > 1 ? 3 : 1;
+	uint64_t period = (uint64_t)(50000 * work::slowdown());
+	for (int run = 1; run <= runs; run++, period *= 2) {
+		uint64_t lost = 0;
+		self_migrating_run(bare, part, period, run < runs, &lost);
+		testing::Test::RecordProperty("runs", run);
+		if (!lost || testing::Test::HasFailure())
+			return;
+		printf("# run %d lost %llu records: it cannot be judged, "
+		       "recording again at twice the period\n", run,
+		       (unsigned long long)lost);
+	}
 }
 
 TEST(PerCpu, SelfMigratingThreadEveryCookieHasOneRecord)

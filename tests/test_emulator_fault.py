@@ -52,7 +52,9 @@ with open(count + ".accel", "a") as f:
     f.write(sys.argv[sys.argv.index("-accel") + 1] + "\n")
 src = os.environ["FAKE_CONSOLE1" if n == 1 else "FAKE_CONSOLE2"]
 open(path("console"), "w").write(open(src).read())
-open(path("results"), "w").write(f"TAP version 13 # boot {n}\n")
+open(path("results"), "w").write(f"TAP version 13 # boot {n}\n" +
+                                 (os.environ.get("FAKE_SAYS", "") if n > 1
+                                  else ""))
 if n > 1:  # the second boot's run, in seconds (FAKE_SECOND_S)
     import time
     time.sleep(float(os.environ.get("FAKE_SECOND_S", "0")))
@@ -60,7 +62,7 @@ if n > 1:  # the second boot's run, in seconds (FAKE_SECOND_S)
 
 
 def boot(tmp_path, first, second, accel="tcg", more=(), timeout=30,
-         second_s=0, cpus=None):
+         second_s=0, cpus=None, says=""):
     qemu = tmp_path / "qemu"
     qemu.write_text(FAKE_QEMU)
     qemu.chmod(0o755)
@@ -74,7 +76,7 @@ def boot(tmp_path, first, second, accel="tcg", more=(), timeout=30,
                FAKE_CONSOLE2=str(tmp_path / "c2"),
                FAKE_COUNT=str(tmp_path / "count"),
                VMTEST_PROBE_CACHE=str(tmp_path / "probe.json"),
-               FAKE_SECOND_S=str(second_s))
+               FAKE_SECOND_S=str(second_s), FAKE_SAYS=says)
     p = subprocess.run(
         [sys.executable, "-m", "ci.guest.vm", "--kernel",
          str(tmp_path / "bzImage"), "--initrd", str(tmp_path / "initrd"),
@@ -120,6 +122,24 @@ def test_the_second_boot_has_the_time_one_host_thread_needs(tmp_path):
     assert run["retry_timeout"] == 3 * threads
     assert not run["timed_out"], said
     assert (out / "results.log").read_text() == "TAP version 13 # boot 2\n"
+
+
+def test_the_guest_s_own_slowdown_replaces_the_threads_guess(tmp_path):
+    """The suite's guest measures the shared host thread itself
+    (selftests/host_speed.c's contention) and says so in its timeouts
+    line: the limit is then the first boot's times that, not times the
+    threads again (a debug guest at 1500 s would get 6000 s, beyond CI's
+    90 minutes, before a hang were cut off)."""
+    threads = min(2, len(os.sched_getaffinity(0)))
+    if threads < 2:
+        import pytest
+        pytest.skip("one host CPU: the first boot had one thread too")
+    clean = "[    0.000000] Linux version 6.12\n"
+    out, run, said = boot(tmp_path, REAL, clean, timeout=3, second_s=1,
+                          more=("--smp", "2"),
+                          says="# vmtest-timeouts: settings x 2.00\r\n")
+    assert run["retry_timeout"] == 3 * threads
+    assert run["guest_slowdown"] == 2.0 and run["limit"] == 6, run
 
 
 def test_the_threads_counted_are_the_cpus_vm_py_may_use(tmp_path):

@@ -41,7 +41,9 @@ between QEMU's vCPU threads, so a guest on one thread already, as on the
 instruction counter, is not booted again); the first boot's logs stay as
 *.emulator-fault.log and run.json's emulator_fault says what it was,
 retry_accel how the second boot ran, retry_timeout its host timeout
-(the first's times the threads it had at once), command its command
+until the guest measures its speed (the first's times the threads it had
+at once; for the suite, the guest's measured slowdown then replaces that
+guess, as it sees the shared thread itself), command its command
 line and first_command the first boot's.
 """
 import argparse
@@ -225,7 +227,17 @@ def read(out, name):
 GUEST_SLOWDOWN = re.compile(r"^# vmtest-timeouts: settings x ([0-9.]+)$")
 
 
-def boot_once(a, cmd, arch, slow):
+def one_thread_limit(a):
+    """The host's limit of a boot on one host thread: the vCPUs take
+    turns there, so the run may take as many times as long as it would
+    have had threads running at once (the CPUs this process may run on,
+    not the host's: taskset, cgroups). For the suite, only until the
+    guest has measured that itself (selftests/host_speed.c's
+    contention)."""
+    return a.timeout * max(1, min(a.smp, len(os.sched_getaffinity(0))))
+
+
+def boot_once(a, cmd, arch, slow, floor=None):
     """Boot the guest with CMD and watch it to its end (exit, host
     timeout, or --stuck-grace after a stuck report); run.json's fields of
     that boot. The host's limit grows with the slowdown the guest
@@ -234,11 +246,13 @@ def boot_once(a, cmd, arch, slow):
     init before the whole run is cut off. SLOW= has already multiplied
     the limit by what it slows down, which the guest measures again.
     make bench, stress and realstacks run for fixed wall times, under
-    limits of their own: theirs stays."""
+    limits of their own: theirs stays. FLOOR: the limit of a boot on
+    one host thread (one_thread_limit()) until the guest has said its
+    slowdown, which replaces it."""
     suite = not (a.bench or a.stress or a.realstacks)
     results = os.path.join(a.out, "results.log")
     t0 = time.monotonic()
-    limit, slowdown = a.timeout, None
+    limit, slowdown = floor or a.timeout, None
     boot = None
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -407,7 +421,8 @@ def main(argv=None):
            "command": cmd}
     # SIGTERM (a cancelled CI job) ends vm.py through boot_once's finally.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    fields = boot_once(a, cmd, arch, slow)
+    fields = boot_once(a, cmd, arch, slow,
+                       one_thread_limit(a) if one_thread else None)
     # Only a guest with a host thread per vCPU can meet the race (below):
     # on one thread (the instruction counter's) the fault is the kernel's.
     fault = emulator_fault(read(a.out, "console.log")) \
@@ -423,20 +438,17 @@ def main(argv=None):
         # an int3 still run after its patch is the kernel's.
         accel_args = single_thread(accel_args)
         cmd = command(a, qemu, accel_args, arch)
-        # The vCPUs now take turns on one host thread: the run may take
-        # as many times as long as it had threads running at once (the
-        # CPUs this process may run on, not the host's: taskset, cgroups).
-        a.timeout *= max(1, min(a.smp, len(os.sched_getaffinity(0))))
+        floor = one_thread_limit(a)
         for name in arch.SERIAL:
             os.replace(os.path.join(a.out, f"{name}.log"),
                        os.path.join(a.out, f"{name}.emulator-fault.log"))
             open(os.path.join(a.out, f"{name}.log"), "w").close()
         print(f"vm: {fault}; booting once more, on one host thread "
               "(thread=single; the first boot's logs: *.emulator-fault.log)")
-        fields = boot_once(a, cmd, arch, slow)
+        fields = boot_once(a, cmd, arch, slow, floor)
         fields["emulator_fault"] = fault
         fields["retry_accel"] = accel_args[accel_args.index("-accel") + 1]
-        fields["retry_timeout"] = a.timeout
+        fields["retry_timeout"] = floor
         fields["first_command"], fields["command"] = run["command"], cmd
     run.update(fields)
     with open(os.path.join(a.out, "run.json"), "w") as fh:
