@@ -53,8 +53,8 @@ Outcome record_migrating(int attempt, bool bare)
 	session::Session s;
 	session::Options o;
 	/*
-	 * Sized for any host: the period and the worker's CPU time grow
-	 * with the guest's slowdown, so each 16 MiB read gets as many
+	 * Sized for any host: the period (make_attr()) and the worker's CPU
+	 * time grow with the guest's slowdown, so each 16 MiB read gets as many
 	 * samples, and the sampling costs the same share of a CPU, as on
 	 * the reference guest (a fixed 500 us on a 2.5 times slower arm64
 	 * debug guest left the worker 4 times the wall time and lost 9671
@@ -62,7 +62,7 @@ Outcome record_migrating(int attempt, bool bare)
 	 * reader at a raised priority, and hold 4 MiB each.
 	 */
 	const double slow = work::slowdown();
-	o.period = (uint64_t)(500000 * slow);
+	o.period = 500000;
 	o.exclude_idle = true;
 	o.pages = 1024;
 	o.defer_output = bare;
@@ -164,7 +164,8 @@ Outcome record_migrating(int attempt, bool bare)
 	       "returned on another CPU than their last sample; %zu orphan "
 	       "records of the worker\n# all tasks: %s\n",
 	       attempt, bare ? "sampling events with defer_output only" :
-			       "a side-band dummy per CPU", o.period / 1e3,
+			       "a side-band dummy per CPU",
+	       session::make_attr(o).sample_period / 1e3,
 	       slow, tid.load(),
 	       moves.load(), out.cookies,
 	       out.matched_once, out.migrated, orphans,
@@ -241,7 +242,8 @@ percpu_self_moving(int depth, SelfMover *m)
 
 /*
  * One recording of the self-moving thread with a sampling period of
- * period_ns, judged whole. part: the session's events are on the first
+ * period_ns on the reference guest (make_attr() stretches it), judged
+ * whole. part: the session's events are on the first
  * half of the CPUs only (perf record -C), the thread moves over all of
  * them: an entry sampled on a CPU of the session may return on one
  * without an event of it. A run that lost records cannot be judged: with
@@ -406,7 +408,8 @@ void self_migrating_run(bool bare, bool part, uint64_t period_ns,
 		      "a side-band dummy per CPU",
 	       part ? (" on " + std::to_string(watched.size()) + " of " +
 		       std::to_string(cpus.size()) + " CPUs").c_str() : "",
-	       o.period / 1e3, me, mover.moves, mover.pin_failures, mover.short_reads,
+	       session::make_attr(o).sample_period / 1e3, me, mover.moves,
+	       mover.pin_failures, mover.short_reads,
 	       worker_samples, announced.size(), worker_records,
 	       other_records, receivers.size(), none, several, unannounced,
 	       migrated, late, wrong_cpu, throttles,
@@ -451,7 +454,7 @@ void check_self_migrating(bool bare, bool part = false)
 	 * first must: a kernel that floods or stalls the buffers fails there.
 	 */
 	const int runs = work::slowdown() > 1 ? 3 : 1;
-	uint64_t period = (uint64_t)(50000 * work::slowdown());
+	uint64_t period = 50000; /* make_attr() stretches it */
 	for (int run = 1; run <= runs; run++, period *= 2) {
 		uint64_t lost = 0;
 		self_migrating_run(bare, part, period, run < runs, &lost);

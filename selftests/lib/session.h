@@ -29,7 +29,9 @@ constexpr uint64_t kSampleType = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID |
 struct Options {
 	uint32_t type = PERF_TYPE_SOFTWARE;
 	uint64_t config = PERF_COUNT_SW_CPU_CLOCK;
-	uint64_t period = 200000; /* ns for the clock events */
+	/* ns for the clock events, on the reference guest: make_attr()
+	 * stretches it by work::slowdown() */
+	uint64_t period = 200000;
 	uint64_t sample_type = kSampleType;
 	bool sample_id_all = true;
 	bool defer_callchain = true;

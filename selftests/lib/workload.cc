@@ -176,6 +176,39 @@ void Child::release()
 	}
 }
 
+/*
+ * Where a task is, for the line that says it was killed: its state, its
+ * CPU time (user and system, so a child spinning in the kernel is told
+ * from one asleep), and its kernel stack (root only; a few frames).
+ */
+static std::string where_is(pid_t pid)
+{
+	std::string dir = "/proc/" + std::to_string(pid) + "/", stat;
+	std::getline(std::ifstream(dir + "stat"), stat);
+	size_t paren = stat.rfind(')');
+	if (paren == std::string::npos)
+		return "gone from /proc";
+	std::istringstream f(stat.substr(paren + 2));
+	std::string state, skip;
+	unsigned long long utime = 0, stime = 0;
+	f >> state;
+	for (int i = 4; i < 14 && f; i++) /* fields 4-13: ppid .. cmajflt */
+		f >> skip;
+	f >> utime >> stime;
+	const double ms = 1000.0 / sysconf(_SC_CLK_TCK);
+	std::ostringstream out;
+	out << "state " << state << ", " << (long long)(utime * ms)
+	    << " ms user, " << (long long)(stime * ms) << " ms system";
+	std::ifstream st(dir + "stack");
+	std::string line;
+	for (int i = 0; i < 6 && std::getline(st, line); i++) {
+		size_t sp = line.find(' ');
+		out << (i ? " <- " : ", kernel stack: ")
+		    << (sp == std::string::npos ? line : line.substr(sp + 1));
+	}
+	return out.str();
+}
+
 int Child::wait(double timeout, const std::function<void()> &every_10ms)
 {
 	int st = -1;
@@ -193,8 +226,9 @@ int Child::wait(double timeout, const std::function<void()> &every_10ms)
 		if (r < 0)
 			return -1;
 		if (now_ns() > until && until) {
-			fprintf(stderr, "# child %d still running after %.0f s: "
-				"killed\n", pid_, timeout);
+			fprintf(stderr, "# child %d still running after %.0f s "
+				"(%s): killed\n", pid_, timeout,
+				where_is(pid_).c_str());
 			kill(pid_, SIGKILL);
 			until = 0; /* once: SIGKILL cannot be ignored */
 		}
