@@ -2,7 +2,7 @@
 /*
  * Host unit tests of lib/session's attributes: a clock event's period is
  * reference-guest time, stretched by the guest's measured slowdown
- * (VMTEST_SLOWDOWN, read once per process: each case runs in a child).
+ * (VMTEST_SLOWDOWN, read once per process: each case runs in a new one).
  */
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -16,6 +16,8 @@ namespace {
 void expect_period(const char *slowdown, const session::Options &o,
 		   uint64_t want)
 {
+	/* A child that runs this binary again: slowdown() unread there */
+	GTEST_FLAG_SET(death_test_style, "threadsafe");
 	EXPECT_EXIT(
 		{
 			setenv("VMTEST_SLOWDOWN", slowdown, 1);
