@@ -142,7 +142,9 @@ void sample_three_events(ThreeEvents *t)
 	ASSERT_EQ(s.open(clock2, 0, -1), 0);
 	ASSERT_EQ(s.open(task, 0, -1), 0);
 	s.enable();
-	uint64_t until = work::now_ns() + 150000000; /* ~900 entries */
+	/* ~900 entries; the periods and so the time follow the slowdown */
+	uint64_t until = work::now_ns() +
+			 (uint64_t)(150000000 * work::slowdown());
 	do {
 		work::mixed(0, 2 << 20); /* one round: two reads, a spin */
 		s.drain();
@@ -254,7 +256,8 @@ TEST(Cookie, UniqueAcrossConcurrentCpus)
 			if (p.open)
 				return;
 			s.enable();
-			work::mixed(0.1, 256 << 10); /* 20+ records each */
+			/* 20+ records each; longer as the period is */
+			work::mixed(0.1 * work::slowdown(), 256 << 10);
 			s.disable();
 			p.ran_on = work::current_cpu();
 			s.drain();

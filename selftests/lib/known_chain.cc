@@ -2,6 +2,7 @@
 #include "known_chain.h"
 
 #include <elf.h>
+#include <math.h>
 #include <gtest/gtest.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -111,8 +112,8 @@ void check_chain(const std::vector<uint64_t> &ips, const Image &img,
 }
 
 /*
- * One round: run the helper for 150 ms (~600 chains under TCG) with a new
- * session, add its chains to c and EXPECT what must hold in every round:
+ * One round: run the helper for 150 ms (~600 chains under TCG; times the
+ * slowdown, as the period is) with a new session, add its chains to c and EXPECT what must hold in every round:
  * the records all of this child's, no orphan, duplicate, unmatched or
  * kernel ip among them. *skipped when the helper cannot exec.
  */
@@ -126,7 +127,8 @@ void one_round(const std::string &path, const Image &img, bool compat,
 	session::Options o = event ? *event : session::Options();
 	o.pages = 256;
 	o.defer_callchain = o.defer_output = deferred;
-	int st = session::record_program(&s, &child, { path, "150" }, o, 0,
+	const std::string ms = std::to_string(lround(150 * work::slowdown()));
+	int st = session::record_program(&s, &child, { path, ms }, o, 0,
 					 before_exec);
 	ASSERT_GE(st, 0) << path << ": " << strerror(-st);
 	*skipped = session::exec_failed(st);

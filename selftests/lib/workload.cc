@@ -177,9 +177,11 @@ void Child::release()
 }
 
 /*
- * Where a task is, for the line that says it was killed: its state, its
- * CPU time (user and system, so a child spinning in the kernel is told
- * from one asleep), and its kernel stack (root only; a few frames).
+ * Where a task is, for the line that says it was killed: its state, the
+ * process's CPU time (user and system, so a child spinning in the kernel
+ * is told from one asleep), and its kernel stack (root only; a few
+ * frames; none while it runs on a CPU, the stack moving under the
+ * reader).
  */
 static std::string where_is(pid_t pid)
 {

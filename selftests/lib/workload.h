@@ -110,8 +110,10 @@ public:
 	int spawn(const std::vector<std::string> &argv);
 	void release();
 	/* waitpid(); returns the wait status, or -1. A child still running
-	 * after timeout seconds (times slowdown()) is killed (status: SIGKILL). every_10ms,
-	 * if given, runs while waiting (e.g. to drain ring buffers). */
+	 * after timeout seconds (times slowdown()) is killed (status:
+	 * SIGKILL) and reported on stderr with its state, CPU time and
+	 * kernel stack. every_10ms, if given, runs while waiting (e.g. to
+	 * drain ring buffers). */
 	int wait(double timeout = 20,
 		 const std::function<void()> &every_10ms = nullptr);
 	pid_t pid() const { return pid_; }

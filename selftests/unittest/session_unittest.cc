@@ -5,14 +5,19 @@
  * (VMTEST_SLOWDOWN, read once per process: each case runs in a new one).
  */
 #include <gtest/gtest.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "lib/session.h"
 
 namespace {
 
-/* The period make_attr() gives o in a process told slowdown; exit code 0
- * when it is want. */
+/*
+ * The period make_attr() gives o in a process told slowdown (nullptr:
+ * VMTEST_SLOWDOWN unset) must be want. The process says the period it
+ * got and exits with a code of its own, so a child that never ran the
+ * check cannot pass.
+ */
 void expect_period(const char *slowdown, const session::Options &o,
 		   uint64_t want)
 {
@@ -20,12 +25,17 @@ void expect_period(const char *slowdown, const session::Options &o,
 	GTEST_FLAG_SET(death_test_style, "threadsafe");
 	EXPECT_EXIT(
 		{
-			setenv("VMTEST_SLOWDOWN", slowdown, 1);
-			exit(session::make_attr(o).sample_period == want ? 0 :
-									   1);
+			if (slowdown)
+				setenv("VMTEST_SLOWDOWN", slowdown, 1);
+			else
+				unsetenv("VMTEST_SLOWDOWN");
+			unsigned long long p = session::make_attr(o).sample_period;
+			fprintf(stderr, "period %llu\n", p);
+			_exit(p == want ? 42 : 1);
 		},
-		testing::ExitedWithCode(0), "")
-		<< "slowdown " << slowdown << ": want period " << want;
+		testing::ExitedWithCode(42), "period [0-9]+")
+		<< "slowdown " << (slowdown ? slowdown : "unset")
+		<< ": want period " << want;
 }
 
 TEST(Attr, ClockPeriodsStretchWithTheSlowdown)
@@ -34,14 +44,17 @@ TEST(Attr, ClockPeriodsStretchWithTheSlowdown)
 	session::Options task;
 	task.config = PERF_COUNT_SW_TASK_CLOCK;
 	task.period = 170000;
+	expect_period(nullptr, cpu, 200000);
 	expect_period("1.00", cpu, 200000);
 	expect_period("2.50", cpu, 500000);
 	expect_period("2.50", task, 425000);
+	/* Rounded, not cut: 1.13 x 200000 is 225999.99... in binary */
+	expect_period("1.13", cpu, 226000);
 	/* A guest faster than the reference keeps the reference's period */
 	expect_period("0.40", cpu, 200000);
 }
 
-TEST(Attr, CountingPeriodsAreNoTime)
+TEST(Attr, OtherEventsKeepTheirPeriods)
 {
 	expect_period("2.50", session::tracepoint(7, 16), 1);
 	expect_period("2.50", session::sideband(), 1);
@@ -49,6 +62,17 @@ TEST(Attr, CountingPeriodsAreNoTime)
 	faults.config = PERF_COUNT_SW_PAGE_FAULTS;
 	faults.period = 10;
 	expect_period("2.50", faults, 10);
+	/* Same config numbers as the clocks, other types: not clocks */
+	session::Options cycles;
+	cycles.type = PERF_TYPE_HARDWARE;
+	cycles.config = PERF_COUNT_HW_CPU_CYCLES;
+	cycles.period = 1000000;
+	expect_period("2.50", cycles, 1000000);
+	session::Options dynamic = cycles;
+	dynamic.type = 9; /* a dynamic PMU's type (uprobe, kprobe) */
+	dynamic.config = PERF_COUNT_SW_TASK_CLOCK;
+	dynamic.period = 1ull << 62;
+	expect_period("2.50", dynamic, 1ull << 62);
 }
 
 } // namespace
