@@ -53,10 +53,10 @@ Outcome record_migrating(int attempt, bool bare)
 	session::Session s;
 	session::Options o;
 	/*
-	 * Sized for any host: the period (make_attr()) and the worker's CPU
-	 * time grow with the guest's slowdown, so each 16 MiB read gets as many
-	 * samples, and the sampling costs the same share of a CPU, as on
-	 * the reference guest (a fixed 500 us on a 2.5 times slower arm64
+	 * Sized for any host: the period (make_attr()) and the worker's
+	 * CPU time grow with the guest's slowdown, so each 16 MiB read gets
+	 * as many samples, and the sampling costs the same share of a CPU,
+	 * as on the reference guest (a fixed 500 us on a 2.5 times slower arm64
 	 * debug guest left the worker 4 times the wall time and lost 9671
 	 * records); the buffers are drained every 2 ms as it runs, by a
 	 * reader at a raised priority, and hold 4 MiB each.
@@ -243,11 +243,11 @@ percpu_self_moving(int depth, SelfMover *m)
 /*
  * One recording of the self-moving thread with a sampling period of
  * period_ns on the reference guest (make_attr() stretches it), judged
- * whole. part: the session's events are on the first
- * half of the CPUs only (perf record -C), the thread moves over all of
- * them: an entry sampled on a CPU of the session may return on one
- * without an event of it. A run that lost records cannot be judged: with
- * may_lose it only says so and returns their count in *lost.
+ * whole. part: the session's events are on the first half of the CPUs
+ * only (perf record -C), the thread moves over all of them: an entry
+ * sampled on a CPU of the session may return on one without an event of
+ * it. A run that lost records cannot be judged: with may_lose it only
+ * says so and returns their count in *lost.
  */
 void self_migrating_run(bool bare, bool part, uint64_t period_ns,
 			bool may_lose, uint64_t *lost)

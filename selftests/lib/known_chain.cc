@@ -2,8 +2,8 @@
 #include "known_chain.h"
 
 #include <elf.h>
-#include <math.h>
 #include <gtest/gtest.h>
+#include <math.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -113,9 +113,10 @@ void check_chain(const std::vector<uint64_t> &ips, const Image &img,
 
 /*
  * One round: run the helper for 150 ms (~600 chains under TCG; times the
- * slowdown, as the period is) with a new session, add its chains to c and EXPECT what must hold in every round:
- * the records all of this child's, no orphan, duplicate, unmatched or
- * kernel ip among them. *skipped when the helper cannot exec.
+ * slowdown, as the period is) with a new session, add its chains to c
+ * and EXPECT what must hold in every round: the records all of this
+ * child's, no orphan, duplicate, unmatched or kernel ip among them.
+ * *skipped when the helper cannot exec.
  */
 void one_round(const std::string &path, const Image &img, bool compat,
 	   bool deferred, const std::function<int(pid_t)> &before_exec,

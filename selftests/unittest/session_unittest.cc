@@ -29,8 +29,9 @@ void expect_period(const char *slowdown, const session::Options &o,
 				setenv("VMTEST_SLOWDOWN", slowdown, 1);
 			else
 				unsetenv("VMTEST_SLOWDOWN");
-			unsigned long long p = session::make_attr(o).sample_period;
-			fprintf(stderr, "period %llu\n", p);
+			uint64_t p = session::make_attr(o).sample_period;
+			fprintf(stderr, "period %llu\n",
+				(unsigned long long)p);
 			_exit(p == want ? 42 : 1);
 		},
 		testing::ExitedWithCode(42), "period [0-9]+")
