@@ -185,23 +185,13 @@ void Child::release()
  */
 static std::string where_is(pid_t pid)
 {
-	std::string dir = "/proc/" + std::to_string(pid) + "/", stat;
-	std::getline(std::ifstream(dir + "stat"), stat);
-	size_t paren = stat.rfind(')');
-	if (paren == std::string::npos)
+	TaskInfo t = task_info(pid);
+	if (!t.ok)
 		return "gone from /proc";
-	std::istringstream f(stat.substr(paren + 2));
-	std::string state, skip;
-	unsigned long long utime = 0, stime = 0;
-	f >> state;
-	for (int i = 4; i < 14 && f; i++) /* fields 4-13: ppid .. cmajflt */
-		f >> skip;
-	f >> utime >> stime;
-	const double ms = 1000.0 / sysconf(_SC_CLK_TCK);
 	std::ostringstream out;
-	out << "state " << state << ", " << (long long)(utime * ms)
-	    << " ms user, " << (long long)(stime * ms) << " ms system";
-	std::ifstream st(dir + "stack");
+	out << "state " << t.state << ", " << t.user_ms << " ms user, "
+	    << t.system_ms << " ms system";
+	std::ifstream st("/proc/" + std::to_string(pid) + "/stack");
 	std::string line;
 	for (int i = 0; i < 6 && std::getline(st, line); i++) {
 		size_t sp = line.find(' ');
@@ -372,6 +362,14 @@ TaskInfo task_info(pid_t tid)
 	if (in.fail())
 		return t;
 	t.flags = strtoul(f.c_str(), nullptr, 10);
+	for (int i = 0; i < 4 && in >> f; i++) /* minflt .. cmajflt */
+		;
+	unsigned long long utime = 0, stime = 0;
+	if (in >> utime >> stime) {
+		const double ms = 1000.0 / sysconf(_SC_CLK_TCK);
+		t.user_ms = (long long)(utime * ms);
+		t.system_ms = (long long)(stime * ms);
+	}
 	t.ok = true;
 	return t;
 }

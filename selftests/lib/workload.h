@@ -153,6 +153,8 @@ struct TaskInfo {
 	std::string comm;
 	char state = '?'; /* R, S, T, ... */
 	unsigned long flags = 0; /* PF_* */
+	/* The process's CPU time so far (the thread's for a tid), in ms */
+	long long user_ms = 0, system_ms = 0;
 };
 TaskInfo task_info(pid_t tid);
 /* The state of task tid (task_info().state): '?' if there is none. */
