@@ -155,6 +155,63 @@ def test_a_row_fails_on_the_warnings_its_files_add_to_the_base_s(
     assert "CONFIG_UNWIND_USER=y" in (d / "series.config").read_text()
 
 
+def test_a_row_that_resumes_goes_on_where_a_stopped_run_left_it(
+        tmp_path, monkeypatch):
+    """Debian's full builds take longer than a session: stopped midway
+    (SIGTERM ends the matrix through SystemExit), the row leaves its
+    objects and its time, and the next run compiles only what is missing
+    and reports the time of both; a finished row leaves neither."""
+    tree = tmp_path / "linux"
+    tree.mkdir()
+    for c in ("a.c", "b.c"):
+        (tree / c).write_text("int x;\n")
+    git(tree, "init", "-q")
+    git(tree, "add", ".")
+    git(tree, "commit", "-q", "-m", "base")
+    git(tree, "tag", "vmtest-base")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    # FAKE_MAKE, but all compiles only the objects missing, and says which
+    (bindir / "make").write_text(FAKE_MAKE.replace(
+        'all) for c in *.c; do : >"$obj/${c%.c}.o"; done ;;',
+        'all) for c in *.c; do [ -e "$obj/${c%.c}.o" ] || '
+        '{ : >"$obj/${c%.c}.o"; echo "$c" >>"$COMPILED"; }; done ;;'))
+    (bindir / "make").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    compiled = tmp_path / "compiled"
+    monkeypatch.setenv("COMPILED", str(compiled))
+    monkeypatch.setattr(matrix, "OUT", str(tmp_path / "out"))
+    clock = iter(range(0, 10 ** 6, 1000))
+    monkeypatch.setattr(matrix.time, "monotonic", lambda: next(clock))
+    real_run = matrix.run
+
+    def stopped_after_all(args, *a, **kw):
+        rc = real_run(args, *a, **kw)
+        if "all" in args:
+            raise SystemExit(143)
+        return rc
+    monkeypatch.setattr(matrix, "run", stopped_after_all)
+    row = [r for r in matrix.DISTRO_ROWS if r.name == "x86_64-debian"][0]
+    assert row.resume
+    row = matrix.Row("fake-distro", "x86_64", "defconfig", unwind="y",
+                     resume=True)
+    sources = ([], [], [])
+    base = str(tree)
+    with pytest.raises(SystemExit):
+        matrix.run_row(row, str(tree), base, sources, cc_cache=False)
+    assert compiled.read_text().split() == ["a.c", "b.c"]
+    (tmp_path / "out" / "fake-distro" / "series" / "b.o").unlink()
+    monkeypatch.setattr(matrix, "run", real_run)
+    r = matrix.run_row(row, str(tree), base, sources, cc_cache=False)
+    assert r["built"] == "yes" and not r["problems"], r
+    assert compiled.read_text().split() == ["a.c", "b.c", "b.c"]
+    assert r["seconds"] == 2000  # one tick of the clock per run
+    d = tmp_path / "out" / "fake-distro"
+    assert not (d / "series").exists() and not (d / "seconds-spent").exists()
+    # Whether a row resumes is not part of what its result depends on
+    assert "resume" not in matrix.row_key(row, str(tree))["row"]
+
+
 def test_guest_rows_are_in_a_whole_run_and_name_configs_of_the_table():
     """RT and Debian's configurations are booted, on both architectures,
     and each row is make vmtest of a CONFIG= the table has."""

@@ -71,11 +71,15 @@ class Row:
     and what CONFIG_UNWIND_USER must be ("y", "n")."""
 
     def __init__(self, name, karch, target, options=None, cross="",
-                 package="", unwind="n", why="", seed=None, start=None):
+                 package="", unwind="n", why="", seed=None, start=None,
+                 resume=False):
         self.name, self.karch, self.target = name, karch, target
         self.options, self.cross, self.package = options or {}, cross, package
         self.unwind, self.why, self.seed = unwind, why, seed
         self.start = start  # a whole .config (.xz) the target starts from
+        # a build longer than a session has: a run stopped midway leaves
+        # its objects for the next (run_row)
+        self.resume = resume
 
 
 ROWS = [
@@ -133,14 +137,19 @@ ROWS = [
 RANDCONFIGS = 3
 
 # Rows only named with --rows: Debian's own configuration, every module
-# built (thousands; hours on two cores), the series' new options taking
-# their defaults as olddefconfig gives them.
+# built (4051 of them; hours on two cores, more than one session), the
+# series' new options taking their defaults as olddefconfig gives them.
+# Without debug info, as the guest's built-in part (debian-guest.config):
+# it adds no code and no warning, doubles the build, and Debian's BTF
+# needs pahole, which no build here installs.
+NO_DEBUG_INFO = {"DEBUG_INFO_DWARF_TOOLCHAIN_DEFAULT": "n",
+                 "DEBUG_INFO_NONE": "y"}
 DISTRO_ROWS = [
-    Row("x86_64-debian", "x86_64", "olddefconfig",
-        start=configs.BASES["debian"]["x86_64"], unwind="y",
+    Row("x86_64-debian", "x86_64", "olddefconfig", NO_DEBUG_INFO,
+        start=configs.BASES["debian"]["x86_64"], unwind="y", resume=True,
         why="Debian's amd64 configuration, modules and all"),
-    Row("x86_64-debian-rt", "x86_64", "olddefconfig",
-        start=configs.BASES["debian-rt"]["x86_64"], unwind="y",
+    Row("x86_64-debian-rt", "x86_64", "olddefconfig", NO_DEBUG_INFO,
+        start=configs.BASES["debian-rt"]["x86_64"], unwind="y", resume=True,
         why="Debian's amd64 -rt configuration, modules and all"),
 ]
 
@@ -370,22 +379,54 @@ def base_tree(tree):
 def run_row(row, tree, base, sources, cc_cache, keep=False):
     """Build ROW; a dict of what the table shows. SOURCES: the series'
     C files, those of them the base has, and its headers."""
-    files, base_files, headers = sources
     t0 = time.monotonic()
     d = os.path.join(OUT, row.name)
     os.makedirs(d, exist_ok=True)
-    res = {"row": row, "built": "no", "new": [], "unwind": "?",
-           "problems": []}
-    logp = os.path.join(d, "series.log")
-    open(logp, "w").close()
     # One object directory for every row (unless kept): ccache hashes the
     # compiler's command line and its -I paths, so a row built at the
     # same place as another hits the cache for every file whose
     # preprocessed text the rows share (defconfig and its variants).
-    objs = d if keep else os.path.join(OUT, "obj")
+    # A row that resumes builds in its own: stopped (a session's end), it
+    # leaves its objects and the time it spent there, and the next run
+    # builds only what is missing and reports the time of both.
+    objs = d if keep or row.resume else os.path.join(OUT, "obj")
     for o in ("series", "base"):
-        if not keep:
+        if objs != d:
             shutil.rmtree(os.path.join(objs, o), ignore_errors=True)
+    spent = os.path.join(d, "seconds-spent")
+    earlier = 0.0
+    if row.resume and os.path.exists(spent):
+        earlier = float(open(spent).read())
+        log(f"{row.name}: resuming the build stopped after {earlier:.0f} s")
+    try:
+        res = build_row(row, tree, base, sources, cc_cache, d, objs)
+    except BaseException:
+        if row.resume:
+            with open(spent, "w") as f:
+                f.write(f"{earlier + time.monotonic() - t0:.0f}\n")
+        raise
+    res["seconds"] = earlier + time.monotonic() - t0
+    if os.path.exists(spent):
+        os.unlink(spent)
+    if not keep:
+        # A defconfig's objects are gigabytes; ccache keeps what a rerun
+        # needs, the logs and .config stay.
+        for o in ("series", "base"):
+            if os.path.exists(os.path.join(objs, o, ".config")):
+                shutil.copyfile(os.path.join(objs, o, ".config"),
+                                os.path.join(d, o + ".config"))
+            shutil.rmtree(os.path.join(objs, o), ignore_errors=True)
+    return res
+
+
+def build_row(row, tree, base, sources, cc_cache, d, objs):
+    """run_row's build of ROW in OBJS/series (OBJS/base for the base),
+    logs in D: what the table shows, but the time."""
+    files, base_files, headers = sources
+    res = {"row": row, "built": "no", "new": [], "unwind": "?",
+           "problems": []}
+    logp = os.path.join(d, "series.log")
+    open(logp, "w").close()
     obj = os.path.join(objs, "series")
     res["problems"] += configure(row, tree, obj, logp, cc_cache)
     blog = os.path.join(d, "base.log")
@@ -429,15 +470,6 @@ def run_row(row, tree, base, sources, cc_cache, keep=False):
         res["w1_files"] = len(targets)
         if res["new"]:
             res["problems"].append(f"{len(res['new'])} new W=1 warning(s)")
-    res["seconds"] = time.monotonic() - t0
-    if not keep:
-        # A defconfig's objects are gigabytes; ccache keeps what a rerun
-        # needs, the logs and .config stay.
-        for o in ("series", "base"):
-            if os.path.exists(os.path.join(objs, o, ".config")):
-                shutil.copyfile(os.path.join(objs, o, ".config"),
-                                os.path.join(d, o + ".config"))
-            shutil.rmtree(os.path.join(objs, o), ignore_errors=True)
     return res
 
 
@@ -527,7 +559,7 @@ def row_key(row, tree):
     if not tree_head:
         return None
     key = {"tree": tree_head, "row": {k: v for k, v in vars(row).items()
-                                      if k != "why"},
+                                      if k not in ("why", "resume")},
            "compiler": compiler(row.cross)}
     if isinstance(row, GuestRow):
         key["content"] = subprocess.run(
