@@ -5,6 +5,7 @@ import subprocess
 
 import pytest
 
+from ci.build import configs
 from ci.checks import matrix
 
 
@@ -31,9 +32,16 @@ def test_debians_rows_are_named_only_and_start_from_its_configs():
     for r in matrix.DISTRO_ROWS:
         one, whole = matrix.pick([r.name], 0, 1)
         assert not whole and one == [r]
-        assert r.start.startswith("/usr/src/linux-config-6.12/") and \
-            os.path.exists(r.start), r.start
-        assert r.target == "olddefconfig" and r.unwind == "y"
+        assert r.start in (configs.BASES["debian"][r.karch],
+                           configs.BASES["debian-rt"][r.karch]), r.start
+        assert r.start.endswith(".xz") and \
+            "/usr/src/linux-config-6.12/" in "/" + r.start, r.start
+        # make deps installs amd64's; arm64's is fetched when first needed
+        assert os.path.exists(r.start) or configs.fetch_base(r.start), \
+            r.start
+        assert r.target == "olddefconfig" and r.unwind == "y" and r.resume
+    # Both architectures the issue names: amd64 (and its -rt) and arm64
+    assert {r.karch for r in matrix.DISTRO_ROWS} == {"x86_64", "arm64"}
 
 
 def test_randconfig_rows_come_back_from_the_seed_printed():

@@ -151,6 +151,10 @@ DISTRO_ROWS = [
     Row("x86_64-debian-rt", "x86_64", "olddefconfig", NO_DEBUG_INFO,
         start=configs.BASES["debian-rt"]["x86_64"], unwind="y", resume=True,
         why="Debian's amd64 -rt configuration, modules and all"),
+    Row("arm64-debian", "arm64", "olddefconfig", NO_DEBUG_INFO,
+        cross="aarch64-linux-gnu-", package="gcc-aarch64-linux-gnu",
+        start=configs.BASES["debian"]["arm64"], unwind="y", resume=True,
+        why="Debian 13's arm64 configuration, modules and all"),
 ]
 
 
@@ -247,9 +251,14 @@ def configure(row, tree, obj, logp, cc_cache):
         env["KCONFIG_SEED"] = hex(row.seed)
     base = make_args(row, obj, cc_cache)
     if row.start:
-        if not os.path.exists(row.start):
-            return [f"{row.start} missing: run 'make deps'"]
-        with lzma.open(row.start, "rt") as src, \
+        start = os.path.join(ROOT, row.start)
+        fetch = configs.fetch_base(row.start)
+        if fetch and not os.path.exists(start):
+            run(fetch, ROOT, logp)
+        if not os.path.exists(start):
+            return [f"{start} missing: " + (f"fetching it failed (see {logp})"
+                                            if fetch else "run 'make deps'")]
+        with lzma.open(start, "rt") as src, \
                 open(os.path.join(obj, ".config"), "w") as dst:
             dst.write(src.read())
     if run(base + [row.target], tree, logp, env) != 0:
