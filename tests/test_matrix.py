@@ -1,7 +1,10 @@
 """make matrix (ci/checks/matrix.py): its rows and its judgement of W=1
 warnings, on the host without building a kernel."""
+import json
 import os
 import subprocess
+import time
+import types
 
 import pytest
 
@@ -151,6 +154,7 @@ def test_a_row_fails_on_the_warnings_its_files_add_to_the_base_s(
     stale.parent.mkdir(parents=True)
     stale.write_text("")
     r = matrix.run_row(row, str(tree), base, sources, cc_cache=False)
+    matrix.finish_row(row)
     assert r["built"] == "yes" and r["unwind"] == "y", r
     assert r["new"] == ["a.c: warning: new in a", "b.c: warning: new file"]
     assert r["problems"] == ["2 new W=1 warning(s)"], r["problems"]
@@ -163,12 +167,21 @@ def test_a_row_fails_on_the_warnings_its_files_add_to_the_base_s(
     assert "CONFIG_UNWIND_USER=y" in (d / "series.config").read_text()
 
 
-def test_a_row_that_resumes_goes_on_where_a_stopped_run_left_it(
-        tmp_path, monkeypatch):
-    """Debian's full builds take longer than a session: stopped midway
-    (SIGTERM ends the matrix through SystemExit), the row leaves its
-    objects and its time, and the next run compiles only what is missing
-    and reports the time of both; a finished row leaves neither."""
+# FAKE_MAKE, but all compiles only the objects missing, and says which
+COMPILED = 'all) for c in *.c; do : >"$obj/${c%.c}.o"; done ;;'
+assert COMPILED in FAKE_MAKE
+FAKE_MAKE_INCREMENTAL = FAKE_MAKE.replace(COMPILED, (
+    'all) for c in *.c; do [ -e "$obj/${c%.c}.o" ] || '
+    '{ : >"$obj/${c%.c}.o"; echo "$c" >>"$COMPILED"; }; done ;;'))
+
+
+@pytest.fixture
+def resuming(tmp_path, monkeypatch):
+    """A tree of a.c and b.c, an incremental fake make whose make all
+    takes 1000 s of a fake clock, and a row that resumes: (row, tree,
+    stop, files compiled so far). stop(True) makes the next make all
+    end as a SIGTERM ends the matrix (SystemExit out of run()). The
+    row's state as make all found it is in row.seen."""
     tree = tmp_path / "linux"
     tree.mkdir()
     for c in ("a.c", "b.c"):
@@ -176,48 +189,133 @@ def test_a_row_that_resumes_goes_on_where_a_stopped_run_left_it(
     git(tree, "init", "-q")
     git(tree, "add", ".")
     git(tree, "commit", "-q", "-m", "base")
-    git(tree, "tag", "vmtest-base")
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    # FAKE_MAKE, but all compiles only the objects missing, and says which
-    (bindir / "make").write_text(FAKE_MAKE.replace(
-        'all) for c in *.c; do : >"$obj/${c%.c}.o"; done ;;',
-        'all) for c in *.c; do [ -e "$obj/${c%.c}.o" ] || '
-        '{ : >"$obj/${c%.c}.o"; echo "$c" >>"$COMPILED"; }; done ;;'))
+    (bindir / "make").write_text(FAKE_MAKE_INCREMENTAL)
     (bindir / "make").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
     compiled = tmp_path / "compiled"
+    compiled.write_text("")
     monkeypatch.setenv("COMPILED", str(compiled))
     monkeypatch.setattr(matrix, "OUT", str(tmp_path / "out"))
-    clock = iter(range(0, 10 ** 6, 1000))
-    monkeypatch.setattr(matrix.time, "monotonic", lambda: next(clock))
-    real_run = matrix.run
-
-    def stopped_after_all(args, *a, **kw):
-        rc = real_run(args, *a, **kw)
-        if "all" in args:
-            raise SystemExit(143)
-        return rc
-    monkeypatch.setattr(matrix, "run", stopped_after_all)
-    row = [r for r in matrix.DISTRO_ROWS if r.name == "x86_64-debian"][0]
-    assert row.resume
+    clock = [0]
+    monkeypatch.setattr(matrix, "time",
+                        types.SimpleNamespace(monotonic=lambda: clock[0]))
+    real_run, stopping = matrix.run, []
     row = matrix.Row("fake-distro", "x86_64", "defconfig", unwind="y",
                      resume=True)
-    sources = ([], [], [])
-    base = str(tree)
+    state = tmp_path / "out" / "fake-distro" / "resume.json"
+
+    def run(args, *a, **kw):
+        if "all" in args:
+            row.seen = json.loads(state.read_text())
+        rc = real_run(args, *a, **kw)
+        if "all" in args:
+            clock[0] += 1000
+            if stopping:
+                raise SystemExit(143)
+        return rc
+    monkeypatch.setattr(matrix, "run", run)
+
+    def stop(on):
+        stopping[:] = [on] if on else []
+    return row, tree, stop, lambda: compiled.read_text().split()
+
+
+def build(row, tree, **kw):
+    return matrix.run_row(row, str(tree), str(tree), ([], [], []),
+                          cc_cache=False, **kw)
+
+
+def test_a_row_that_resumes_goes_on_where_a_stopped_run_left_it(resuming):
+    """Debian's full builds take longer than a session: stopped (SIGTERM
+    ends the matrix through SystemExit), the row leaves its objects and
+    its time, and the next run compiles only what is missing and reports
+    the time of all its runs; once its result is saved, it leaves
+    neither."""
+    row, tree, stop, compiled = resuming
+    assert all(r.resume for r in matrix.DISTRO_ROWS)
+    stop(True)
     with pytest.raises(SystemExit):
-        matrix.run_row(row, str(tree), base, sources, cc_cache=False)
-    assert compiled.read_text().split() == ["a.c", "b.c"]
-    (tmp_path / "out" / "fake-distro" / "series" / "b.o").unlink()
-    monkeypatch.setattr(matrix, "run", real_run)
-    r = matrix.run_row(row, str(tree), base, sources, cc_cache=False)
+        build(row, tree)
+    assert compiled() == ["a.c", "b.c"]
+    d = tree.parent / "out" / "fake-distro"
+    (d / "series" / "b.o").unlink()
+    stop(False)
+    r = build(row, tree)
     assert r["built"] == "yes" and not r["problems"], r
-    assert compiled.read_text().split() == ["a.c", "b.c", "b.c"]
-    assert r["seconds"] == 2000  # one tick of the clock per run
-    d = tmp_path / "out" / "fake-distro"
-    assert not (d / "series").exists() and not (d / "seconds-spent").exists()
+    assert compiled() == ["a.c", "b.c", "b.c"]
+    assert r["seconds"] == 2000  # two runs of make all
+    # While it builds, its state says so (a run ended outright resumes)
+    assert row.seen == {"seconds": 1000,
+                        "key": matrix.resume_key(row, str(tree))}
+    matrix.finish_row(row)
+    assert not (d / "series").exists() and not (d / "resume.json").exists()
+    assert (d / "series.config").exists()
     # Whether a row resumes is not part of what its result depends on
     assert "resume" not in matrix.row_key(row, str(tree))["row"]
+
+
+@pytest.mark.parametrize("left", ["no-state", "another-tree", "corrupt",
+                                  "fresh"])
+def test_a_row_resumes_only_objects_its_state_says_are_of_its_tree(
+        resuming, left):
+    """Objects are built again from nothing when no state says whose they
+    are, when they are of another tree (they may look newer than the new
+    sources), when the state cannot be read, or when FRESH=1 asks."""
+    row, tree, stop, compiled = resuming
+    d = tree.parent / "out" / "fake-distro"
+    stop(True)
+    with pytest.raises(SystemExit):
+        build(row, tree)
+    stop(False)
+    if left == "no-state":
+        (d / "resume.json").unlink()
+    elif left == "another-tree":
+        (tree / "a.c").write_text("int y;\n")
+        git(tree, "commit", "-q", "-am", "another")
+    elif left == "corrupt":
+        (d / "resume.json").write_text("")
+    r = build(row, tree, fresh=left == "fresh")
+    assert compiled() == ["a.c", "b.c", "a.c", "b.c"]
+    assert r["seconds"] == 1000 and r["built"] == "yes"
+
+
+def test_a_rows_state_follows_its_build_while_it_runs(resuming):
+    """A session's end may kill the matrix outright: the state is written
+    again every so often while the build runs, not only at its end."""
+    row, tree, stop, compiled = resuming
+    d = tree.parent / "out" / "fake-distro"
+    d.mkdir(parents=True)
+    state = d / "resume.json"
+    with matrix.keeping_state(row, str(tree), 5, every=0.01):
+        assert json.loads(state.read_text())["seconds"] == 5
+        matrix.time.monotonic = lambda: 100
+        deadline = time.monotonic() + 60
+        while json.loads(state.read_text())["seconds"] != 105:
+            assert time.monotonic() < deadline, state.read_text()
+            time.sleep(0.01)
+
+
+def test_a_debian_rows_result_names_the_configuration_it_started_from(
+        tmp_path, monkeypatch):
+    """The path of Debian's configuration names no version, and the
+    machine's linux-config-6.12 moves: its digest is in the key."""
+    tree, git_ = one_commit_tree(tmp_path)
+    monkeypatch.setattr(matrix, "RESULTS", str(tmp_path / "results"))
+    start = tmp_path / "config.xz"
+    start.write_bytes(b"one")
+    row = matrix.Row("fake-debian", "x86_64", "olddefconfig",
+                     start=str(start), unwind="y", resume=True)
+    key = matrix.row_key(row, str(tree))
+    matrix.save(row, key, {"row": row, "built": "yes", "new": [],
+                           "unwind": "y", "problems": [], "seconds": 1,
+                           "date": "2026-12-01T12:00"})
+    assert matrix.cached(row, matrix.row_key(row, str(tree)))
+    start.write_bytes(b"two")
+    assert matrix.cached(row, matrix.row_key(row, str(tree))) is None
+    # The other rows' keys (and their kept results) are as they were
+    assert "start" not in matrix.row_key(matrix.ROWS[0], str(tree))
 
 
 def test_guest_rows_are_in_a_whole_run_and_name_configs_of_the_table():
@@ -442,7 +540,10 @@ def test_a_guest_rows_key_covers_the_makefile_it_runs(tmp_path, monkeypatch):
 def test_a_stopped_matrix_stops_the_build_it_started(tmp_path):
     """SIGTERM to make matrix (a session's end, a kill) ends what its row
     was running, make's own children too: a compiler left running beside
-    the next kernel build was seen (2026-12-01)."""
+    the next kernel build was seen (2026-12-01). The signal goes to the
+    matrix's process alone, which holds the build lock (no flock(1) in
+    between, whose end would leave the matrix building), and the lock
+    goes with it."""
     import signal
     import sys
     import time
@@ -452,15 +553,21 @@ def test_a_stopped_matrix_stops_the_build_it_started(tmp_path):
                     % (tmp_path / "child.pid"))
     make.chmod(0o755)
     code = ("from ci.checks import matrix\nmatrix.exit_on_sigterm()\n"
+            "matrix.lock.take(print)\n"
             f"matrix.run([{str(make)!r}], '.', {str(tmp_path / 'log')!r})\n")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    p = subprocess.Popen([sys.executable, "-c", code], cwd=root)
+    lockf = tmp_path / "lock"
+    env = dict(os.environ, VMTEST_LOCK=str(lockf))
+    env.pop("VMTEST_BUILD_LOCKED", None)
+    p = subprocess.Popen([sys.executable, "-c", code], cwd=root, env=env)
     pidfile = tmp_path / "child.pid"
     deadline = time.monotonic() + 60
     while not (pidfile.exists() and pidfile.read_text().strip()):
         assert time.monotonic() < deadline, "the fake make never started"
         time.sleep(0.1)
     child = int(pidfile.read_text())
+    free = ["flock", "-n", str(lockf), "true"]
+    assert subprocess.run(free).returncode == 1, "the lock is not held"
     p.send_signal(signal.SIGTERM)
     assert p.wait(60) == 143
     deadline = time.monotonic() + 30
@@ -468,3 +575,4 @@ def test_a_stopped_matrix_stops_the_build_it_started(tmp_path):
             open(f"/proc/{child}/stat").read().split()[2] != "Z":
         assert time.monotonic() < deadline, "the build's child still runs"
         time.sleep(0.1)
+    assert subprocess.run(free).returncode == 0, "the lock outlived it"

@@ -1,12 +1,12 @@
 """The build lock from Python: the one ci/lib.sh's lock_script and
 with_build_lock take (two cores, one build or guest at a time)."""
+import fcntl
 import os
-import subprocess
-import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, "build")
+_held = None  # the lock's descriptor, once taken
 
 
 def held():
@@ -14,15 +14,21 @@ def held():
     return bool(os.environ.get("VMTEST_BUILD_LOCKED"))
 
 
-def rerun_locked(module, argv, log):
-    """Run python3 -m MODULE ARGV again, whole, under the build lock: its
-    builds and boots (which see VMTEST_BUILD_LOCKED) are then not queued
-    again, one by one, behind the other users of a shared lock. Its exit
-    code."""
-    lock = os.environ.get("VMTEST_LOCK") or os.path.join(BUILD,
+def take(log):
+    """Take the build lock for the rest of this process, and say so to
+    what it starts (VMTEST_BUILD_LOCKED): their builds and boots are then
+    not queued again, one by one, behind the other users of a shared
+    lock. flock(2), the call flock(1) makes, on the same file; in this
+    process, so that a stop (SIGTERM) reaches the code that holds it
+    (under flock(1) the signal ended flock alone, and the work went on
+    without it). The descriptor is not inherited: the lock goes with
+    this process."""
+    global _held
+    path = os.environ.get("VMTEST_LOCK") or os.path.join(BUILD,
                                                          ".kbuild.lock")
-    os.makedirs(BUILD, exist_ok=True)
-    log(f"waiting for the build lock {lock}")
-    env = dict(os.environ, VMTEST_BUILD_LOCKED="1")
-    return subprocess.run(["flock", lock, sys.executable, "-m", module,
-                           *argv], env=env).returncode
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    log(f"waiting for the build lock {path}")
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    _held = fd
+    os.environ["VMTEST_BUILD_LOCKED"] = "1"

@@ -31,7 +31,11 @@ harness's selftests, guest, judges, builds and the Makefile that
 runs them (GUEST_PARTS). A later
 run with the same uses it and says so (--fresh: not), so rows run one by
 one (--rows), on any machine, make the whole table at the end. Logs and
-objects stay under build/out/matrix/.
+objects stay under build/out/matrix/. A Debian row (DISTRO_ROWS, hours)
+builds in its own directory there and keeps a state beside its objects
+while it builds; a run stopped or killed midway is resumed by the next
+on the same tree, which builds what is missing and reports the time of
+all its runs (rm -r build/out/matrix/ROW, or --fresh, starts over).
 
 Prints the table (built, new W=1 warnings, UNWIND_USER, booted, suite,
 time) and writes
@@ -40,7 +44,9 @@ it to build/out/matrix/table.md; with every row (no --rows), also to
 or setup. A randconfig row is reproduced by --rows randconfig-SEED.
 """
 import argparse
+import contextlib
 import datetime
+import hashlib
 import json
 import lzma
 import os
@@ -50,6 +56,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from ci.build import configs, lock
@@ -137,8 +144,9 @@ ROWS = [
 RANDCONFIGS = 3
 
 # Rows only named with --rows: Debian's own configuration, every module
-# built (4051 of them; hours on two cores, more than one session), the
-# series' new options taking their defaults as olddefconfig gives them.
+# built (4051 on amd64, 4164 on arm64; hours on two cores, more than one
+# session: they resume, see run_row), the series' new options taking
+# their defaults as olddefconfig gives them.
 # Without debug info, as the guest's built-in part (debian-guest.config):
 # it adds no code and no warning, doubles the build, and Debian's BTF
 # needs pahole, which no build here installs.
@@ -252,12 +260,10 @@ def configure(row, tree, obj, logp, cc_cache):
     base = make_args(row, obj, cc_cache)
     if row.start:
         start = os.path.join(ROOT, row.start)
-        fetch = configs.fetch_base(row.start)
-        if fetch and not os.path.exists(start):
-            run(fetch, ROOT, logp)
         if not os.path.exists(start):
-            return [f"{start} missing: " + (f"fetching it failed (see {logp})"
-                                            if fetch else "run 'make deps'")]
+            return [f"{start} missing: " + ("fetching it failed"
+                                            if configs.fetch_base(row.start)
+                                            else "run 'make deps'")]
         with lzma.open(start, "rt") as src, \
                 open(os.path.join(obj, ".config"), "w") as dst:
             dst.write(src.read())
@@ -385,47 +391,122 @@ def base_tree(tree):
     return wt
 
 
-def run_row(row, tree, base, sources, cc_cache, keep=False):
+def objects_of(row, keep):
+    """Where ROW builds: OBJS/series and OBJS/base. One object directory
+    for every row (unless kept): ccache hashes the compiler's command
+    line and its -I paths, so a row built at the same place as another
+    hits the cache for every file whose preprocessed text the rows share
+    (defconfig and its variants). A row that resumes builds in its own,
+    where a stopped run leaves its objects for the next."""
+    d = os.path.join(OUT, row.name)
+    return d if keep or row.resume else os.path.join(OUT, "obj")
+
+
+def resume_key(row, tree):
+    """What a resumed row's objects must have been built from: the
+    tree's content, the compiler, the configuration it starts from."""
+    return {"content": subprocess.run(
+        ["git", "-C", tree, "rev-parse", "HEAD^{tree}"],
+        capture_output=True, text=True).stdout.strip(),
+        "compiler": compiler(row.cross), "start": start_digest(row)}
+
+
+def resumed(row, tree, fresh=False):
+    """The seconds earlier runs of ROW spent on the objects it finds in
+    its directory, when they are theirs: its state (spent()) names the
+    same resume_key. Otherwise 0, and whatever objects are there go:
+    another tree's may look newer than the sources the new tree brought,
+    and without a state nothing says whose they are. A run ended
+    outright is resumed too: kbuild writes an object's .cmd only after
+    its command succeeded and rebuilds an object without one, so a
+    compile cut short is done again. FRESH: start over."""
+    d = os.path.join(OUT, row.name)
+    try:
+        with open(os.path.join(d, "resume.json")) as f:
+            had = json.load(f)
+        ok = not fresh and had["key"] == resume_key(row, tree)
+        earlier = float(had["seconds"]) if ok else 0.0
+    except (OSError, ValueError, KeyError, TypeError):
+        ok, earlier = False, 0.0
+    if ok:
+        log(f"{row.name}: resuming the build stopped after {earlier:.0f} s")
+    else:
+        for o in ("series", "base"):
+            shutil.rmtree(os.path.join(d, o), ignore_errors=True)
+    return earlier
+
+
+def spent(row, tree, seconds):
+    """Write ROW's state, which resumed() reads: its objects are of
+    resume_key's tree and took SECONDS (all its runs') so far."""
+    d = os.path.join(OUT, row.name)
+    tmp = os.path.join(d, "resume.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump({"seconds": round(seconds), "key": resume_key(row, tree)},
+                  f)
+    os.replace(tmp, os.path.join(d, "resume.json"))
+
+
+@contextlib.contextmanager
+def keeping_state(row, tree, earlier, every=60):
+    """Keep ROW's state while its build runs: written at the start,
+    every EVERY seconds (a session's end may kill the matrix outright)
+    and at the end, however it ends (SIGTERM, ^C, an error, done)."""
+    t0 = time.monotonic()
+    spent(row, tree, earlier)
+    done = threading.Event()
+
+    def beat():
+        while not done.wait(every):
+            spent(row, tree, earlier + time.monotonic() - t0)
+    t = threading.Thread(target=beat, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        done.set()
+        t.join()
+        spent(row, tree, earlier + time.monotonic() - t0)
+
+
+def run_row(row, tree, base, sources, cc_cache, keep=False, fresh=False):
     """Build ROW; a dict of what the table shows. SOURCES: the series'
-    C files, those of them the base has, and its headers."""
+    C files, those of them the base has, and its headers. Its objects
+    stay until finish_row() (after its result is saved)."""
     t0 = time.monotonic()
     d = os.path.join(OUT, row.name)
     os.makedirs(d, exist_ok=True)
-    # One object directory for every row (unless kept): ccache hashes the
-    # compiler's command line and its -I paths, so a row built at the
-    # same place as another hits the cache for every file whose
-    # preprocessed text the rows share (defconfig and its variants).
-    # A row that resumes builds in its own: stopped (a session's end), it
-    # leaves its objects and the time it spent there, and the next run
-    # builds only what is missing and reports the time of both.
-    objs = d if keep or row.resume else os.path.join(OUT, "obj")
-    for o in ("series", "base"):
+    objs = objects_of(row, keep)
+    if not row.resume:
         if objs != d:
-            shutil.rmtree(os.path.join(objs, o), ignore_errors=True)
-    spent = os.path.join(d, "seconds-spent")
-    earlier = 0.0
-    if row.resume and os.path.exists(spent):
-        earlier = float(open(spent).read())
-        log(f"{row.name}: resuming the build stopped after {earlier:.0f} s")
-    try:
+            for o in ("series", "base"):
+                shutil.rmtree(os.path.join(objs, o), ignore_errors=True)
         res = build_row(row, tree, base, sources, cc_cache, d, objs)
-    except BaseException:
-        if row.resume:
-            with open(spent, "w") as f:
-                f.write(f"{earlier + time.monotonic() - t0:.0f}\n")
-        raise
+        res["seconds"] = time.monotonic() - t0
+        return res
+    earlier = resumed(row, tree, fresh)
+    with keeping_state(row, tree, earlier):
+        res = build_row(row, tree, base, sources, cc_cache, d, objs)
     res["seconds"] = earlier + time.monotonic() - t0
-    if os.path.exists(spent):
-        os.unlink(spent)
-    if not keep:
-        # A defconfig's objects are gigabytes; ccache keeps what a rerun
-        # needs, the logs and .config stay.
-        for o in ("series", "base"):
-            if os.path.exists(os.path.join(objs, o, ".config")):
-                shutil.copyfile(os.path.join(objs, o, ".config"),
-                                os.path.join(d, o + ".config"))
-            shutil.rmtree(os.path.join(objs, o), ignore_errors=True)
     return res
+
+
+def finish_row(row, keep=False):
+    """After ROW's result is saved: its objects go (a defconfig's are
+    gigabytes, a Debian row's tens; ccache keeps what a rerun needs),
+    its logs and .config files stay. Also for a row whose saved result
+    was used, which may find objects a stopped run left."""
+    if keep:
+        return
+    d, objs = os.path.join(OUT, row.name), objects_of(row, keep)
+    for o in ("series", "base"):
+        if os.path.exists(os.path.join(objs, o, ".config")):
+            os.makedirs(d, exist_ok=True)
+            shutil.copyfile(os.path.join(objs, o, ".config"),
+                            os.path.join(d, o + ".config"))
+        shutil.rmtree(os.path.join(objs, o), ignore_errors=True)
+    if os.path.exists(os.path.join(d, "resume.json")):
+        os.unlink(os.path.join(d, "resume.json"))
 
 
 def build_row(row, tree, base, sources, cc_cache, d, objs):
@@ -570,6 +651,8 @@ def row_key(row, tree):
     key = {"tree": tree_head, "row": {k: v for k, v in vars(row).items()
                                       if k not in ("why", "resume")},
            "compiler": compiler(row.cross)}
+    if getattr(row, "start", None):
+        key["start"] = start_digest(row)
     if isinstance(row, GuestRow):
         key["content"] = subprocess.run(
             ["git", "-C", tree, "rev-parse", f"{tree_head}^{{tree}}"],
@@ -580,6 +663,27 @@ def row_key(row, tree):
     else:
         key["sources"] = kernel_sources(tree, tree_head)
     return key
+
+
+def fetch_start(row):
+    """Fetch ROW's starting configuration if it is one of those
+    fetched when first needed (configs.fetch_base), before its key."""
+    fetch = configs.fetch_base(row.start) if row.start else None
+    if fetch and not os.path.exists(os.path.join(ROOT, row.start)):
+        log(f"{row.name}: fetching {row.start}")
+        subprocess.run(fetch, cwd=ROOT, stdout=subprocess.DEVNULL)
+
+
+def start_digest(row):
+    """The sha256 of ROW's starting configuration ("" for none): the
+    path names no version (the machine's linux-config-6.12 moves)."""
+    if not row.start:
+        return ""
+    try:
+        with open(os.path.join(ROOT, row.start), "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return "missing"
 
 
 def compiler(cross):
@@ -660,6 +764,8 @@ def cached(row, key, tree=None):
             sources = kernel_sources(tree, have["tree"])
         if sources is None or sources != key["sources"]:
             return None
+        if have.get("start", "") != key.get("start", ""):
+            return None  # another version of Debian's configuration
     elif {k: v for k, v in have.items() if k != "tree"} != \
             {k: v for k, v in key.items() if k != "tree"}:
         return None  # (a guest row: the commit itself may differ)
@@ -745,8 +851,7 @@ def main(argv=None):
         print(f"error: {e}", file=sys.stderr)
         return 2
     if not lock.held():
-        return lock.rerun_locked("ci.checks.matrix", sys.argv[1:]
-                                 if argv is None else argv, log)
+        lock.take(log)
     tree = os.path.realpath(a.src)
     if subprocess.run(["git", "-C", tree, "rev-parse", "-q", "--verify",
                        f"{BASE_TAG}^{{commit}}"],
@@ -770,6 +875,8 @@ def main(argv=None):
             f"{row.target} {row.options or ''}"
         log(f"{row.name}: {what} ARCH={row.karch}"
             f"{' ' + row.why if row.why else ''}")
+        if getattr(row, "start", None):
+            fetch_start(row)
         key = row_key(row, tree)
         r = None if a.fresh else cached(row, key, tree)
         if r:
@@ -778,10 +885,13 @@ def main(argv=None):
         elif isinstance(row, GuestRow):
             r = run_guest_row(row, tree)
         else:
-            r = run_row(row, tree, base, sources, cc_cache, a.keep_objects)
+            r = run_row(row, tree, base, sources, cc_cache, a.keep_objects,
+                        a.fresh)
         if not r.get("cached"):
             r["date"] = datetime.datetime.now().isoformat(timespec="minutes")
             save(row, key, r)
+        if not isinstance(row, GuestRow):
+            finish_row(row, a.keep_objects)
         results.append(r)
         for p in r["problems"]:
             print(f"FAIL: {row.name}: {p}", file=sys.stderr)
