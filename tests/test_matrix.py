@@ -117,6 +117,15 @@ exit 0
 '''
 
 
+def fake_make(tmp_path, monkeypatch, script):
+    """SCRIPT as the make on PATH."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "make").write_text(script)
+    (bindir / "make").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+
+
 def git(tree, *args):
     subprocess.run(["git", "-C", str(tree), "-c", "user.name=t", "-c",
                     "user.email=t@t", *args], check=True, capture_output=True)
@@ -138,11 +147,7 @@ def test_a_row_fails_on_the_warnings_its_files_add_to_the_base_s(
     (tree / "b.c").write_text("//warn new file\n")
     git(tree, "add", ".")
     git(tree, "commit", "-q", "-m", "series")
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "make").write_text(FAKE_MAKE)
-    (bindir / "make").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    fake_make(tmp_path, monkeypatch, FAKE_MAKE)
     monkeypatch.setattr(matrix, "OUT", str(tmp_path / "out"))
     monkeypatch.setattr(matrix, "BUILD", str(tmp_path))
     base = matrix.base_tree(str(tree))
@@ -189,11 +194,7 @@ def resuming(tmp_path, monkeypatch):
     git(tree, "init", "-q")
     git(tree, "add", ".")
     git(tree, "commit", "-q", "-m", "base")
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "make").write_text(FAKE_MAKE_INCREMENTAL)
-    (bindir / "make").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    fake_make(tmp_path, monkeypatch, FAKE_MAKE_INCREMENTAL)
     compiled = tmp_path / "compiled"
     compiled.write_text("")
     monkeypatch.setenv("COMPILED", str(compiled))
