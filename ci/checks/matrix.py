@@ -493,7 +493,7 @@ def run_row(row, tree, base, sources, cc_cache, keep=False, fresh=False):
 
 def finish_row(row, keep=False):
     """After ROW's result is saved: its objects go (a defconfig's are
-    gigabytes, a Debian row's tens; ccache keeps what a rerun needs),
+    gigabytes, a Debian row's more; ccache keeps what a rerun needs),
     its logs and .config files stay. Also for a row whose saved result
     was used, which may find objects a stopped run left."""
     if keep:
