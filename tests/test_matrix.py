@@ -257,6 +257,29 @@ def test_a_row_that_resumes_goes_on_where_a_stopped_run_left_it(resuming):
     assert "resume" not in matrix.row_key(row, str(tree))["row"]
 
 
+def test_a_saved_result_used_again_clears_only_a_resuming_row_s_leftovers(
+        tmp_path, monkeypatch):
+    """A row whose saved result is used builds nothing: a resuming row's
+    own directory loses what a stopped run left there (objects and
+    state, no .config taken as this result's), and the shared directory,
+    another row's, is not touched."""
+    monkeypatch.setattr(matrix, "OUT", str(tmp_path))
+    distro = matrix.Row("fake-distro", "x86_64", "defconfig", resume=True)
+    plain = matrix.Row("fake-defconfig", "x86_64", "defconfig")
+    for obj in (tmp_path / "fake-distro" / "series", tmp_path / "obj" /
+                "series"):
+        obj.mkdir(parents=True)
+        (obj / ".config").write_text("CONFIG_X=y\n")
+    (tmp_path / "fake-distro" / "resume.json").write_text("{}")
+    matrix.finish_row(plain, ran=False)
+    assert (tmp_path / "obj" / "series" / ".config").exists()
+    assert not (tmp_path / "fake-defconfig" / "series.config").exists()
+    matrix.finish_row(distro, ran=False)
+    d = tmp_path / "fake-distro"
+    assert not (d / "series").exists() and not (d / "resume.json").exists()
+    assert not (d / "series.config").exists()
+
+
 @pytest.mark.parametrize("left", ["no-state", "another-tree", "corrupt",
                                   "fresh"])
 def test_a_row_resumes_only_objects_its_state_says_are_of_its_tree(

@@ -405,10 +405,16 @@ def objects_of(row, keep):
 def resume_key(row, tree):
     """What a resumed row's objects must have been built from: the
     tree's content, the compiler, the configuration it starts from."""
-    return {"content": subprocess.run(
-        ["git", "-C", tree, "rev-parse", "HEAD^{tree}"],
-        capture_output=True, text=True).stdout.strip(),
-        "compiler": compiler(row.cross), "start": start_digest(row)}
+    return {"content": tree_content(tree, "HEAD"),
+            "compiler": compiler(row.cross), "start": start_digest(row)}
+
+
+def tree_content(tree, commit):
+    """COMMIT's git tree: its content, the same for the same series
+    applied on any machine (git am's commits differ by date)."""
+    return subprocess.run(["git", "-C", tree, "rev-parse",
+                           f"{commit}^{{tree}}"],
+                          capture_output=True, text=True).stdout.strip()
 
 
 def resumed(row, tree, fresh=False):
@@ -491,16 +497,18 @@ def run_row(row, tree, base, sources, cc_cache, keep=False, fresh=False):
     return res
 
 
-def finish_row(row, keep=False):
+def finish_row(row, keep=False, ran=True):
     """After ROW's result is saved: its objects go (a defconfig's are
     gigabytes, a Debian row's more; ccache keeps what a rerun needs),
-    its logs and .config files stay. Also for a row whose saved result
-    was used, which may find objects a stopped run left."""
-    if keep:
+    its logs and .config files stay. Not RAN (its saved result was
+    used): only the objects and state a stopped run of a resuming row
+    left in its own directory go; the shared directory's are another
+    row's, and their .config is not this result's."""
+    if keep or not (ran or row.resume):
         return
     d, objs = os.path.join(OUT, row.name), objects_of(row, keep)
     for o in ("series", "base"):
-        if os.path.exists(os.path.join(objs, o, ".config")):
+        if ran and os.path.exists(os.path.join(objs, o, ".config")):
             os.makedirs(d, exist_ok=True)
             shutil.copyfile(os.path.join(objs, o, ".config"),
                             os.path.join(d, o + ".config"))
@@ -654,9 +662,7 @@ def row_key(row, tree):
     if getattr(row, "start", None):
         key["start"] = start_digest(row)
     if isinstance(row, GuestRow):
-        key["content"] = subprocess.run(
-            ["git", "-C", tree, "rev-parse", f"{tree_head}^{{tree}}"],
-            capture_output=True, text=True).stdout.strip()
+        key["content"] = tree_content(tree, tree_head)
         key["harness"] = harness_trees()
         if not key["harness"]:
             return None
@@ -891,7 +897,7 @@ def main(argv=None):
             r["date"] = datetime.datetime.now().isoformat(timespec="minutes")
             save(row, key, r)
         if not isinstance(row, GuestRow):
-            finish_row(row, a.keep_objects)
+            finish_row(row, a.keep_objects, ran=not r.get("cached"))
         results.append(r)
         for p in r["problems"]:
             print(f"FAIL: {row.name}: {p}", file=sys.stderr)
