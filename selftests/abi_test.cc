@@ -449,7 +449,7 @@ TEST(Abi, NoRecordWithoutAPriorAnnounce)
 	ASSERT_EQ(s.open(samp, 0, -1), 0);
 	ASSERT_EQ(s.open(session::sideband(), 0, -1), 0);
 	s.enable();
-	/* Rounds of 50 ms (~50 entries under TCG) until a record came */
+	/* Rounds of 50 ms (~40 entries under TCG) until a record came */
 	work::Deadline deadline(10);
 	int rounds = 0;
 	std::string err;

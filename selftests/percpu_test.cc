@@ -83,7 +83,7 @@ Outcome record_migrating(int attempt, bool bare)
 	s.enable();
 	std::thread worker([&] {
 		tid = work::gettid();
-		work::read_zero(0.25 * slow, 16 << 20); /* ~200 entries */
+		work::read_zero(0.25 * slow, 16 << 20); /* ~60 entries */
 		t_stop = work::now_ns(); /* every entry before is over */
 		done = true;
 	});

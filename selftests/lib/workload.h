@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <functional>
 #include <map>
@@ -59,10 +60,15 @@ private:
 
 /*
  * Read /dev/zero in chunk-byte reads for about seconds of CPU time (at
- * least once); returns the number of reads, or -errno. Every read is one
- * kernel entry long enough to be sampled several times.
+ * least once), its setup included; returns the number of reads, or
+ * -errno. Every read is one kernel entry (under TCG a 256 KiB one is
+ * sampled several times at 200 us), a readv() into one 64 KiB buffer the
+ * process maps once; the only other entries are the CPU-time clock's
+ * calls, open() and close().
  */
 long read_zero(double seconds, size_t chunk = 1 << 20);
+/* read_zero()'s iovecs for chunk bytes into buf (at most IOV_MAX). */
+std::vector<iovec> zero_iov(size_t chunk, void *buf);
 
 /*
  * A known user stack: work_recurse_reading() calls itself depth times, then
