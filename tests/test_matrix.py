@@ -47,6 +47,36 @@ def test_debians_rows_are_named_only_and_start_from_its_configs():
     assert {r.karch for r in matrix.DISTRO_ROWS} == {"x86_64", "arm64"}
 
 
+def test_a_missing_start_is_fetched_under_the_root_and_said(
+        tmp_path, monkeypatch, capsys):
+    """arm64's Debian configuration is fetched before the row's key is
+    made: into the repository (ROOT), not the caller's directory, with
+    the command said before and a failure said after."""
+    row = next(r for r in matrix.DISTRO_ROWS if r.karch == "arm64")
+    monkeypatch.setattr(matrix, "ROOT", str(tmp_path))
+    monkeypatch.chdir(tmp_path.parent)
+    got = tmp_path / row.start
+    monkeypatch.setattr(configs, "fetch_base", lambda path: [
+        "sh", "-c", f'mkdir -p "$(dirname {path})" && touch {path}'])
+    matrix.fetch_start(row)
+    assert got.exists()
+    err = capsys.readouterr()
+    said = err.out + err.err
+    assert f"{row.name}: fetching {row.start}: sh -c" in said, said
+    assert "failed" not in said, said
+    got.unlink()
+    monkeypatch.setattr(configs, "fetch_base", lambda path: ["false"])
+    matrix.fetch_start(row)
+    err = capsys.readouterr()
+    assert f"fetching {row.start} failed: false" in err.out + err.err
+    # There already: nothing run, nothing said
+    got.touch()
+    monkeypatch.setattr(configs, "fetch_base", lambda path: ["false"])
+    matrix.fetch_start(row)
+    err = capsys.readouterr()
+    assert "fetching" not in err.out + err.err
+
+
 def test_randconfig_rows_come_back_from_the_seed_printed():
     rows, whole = matrix.pick([], 3, 20261129)
     again, _ = matrix.pick([], 3, 20261129)

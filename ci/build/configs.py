@@ -11,6 +11,8 @@ usage: python3 -m ci.build.configs make ARCH CONFIG
        python3 -m ci.build.configs extra CONFIG
            the fragments CONFIG adds to normal (kunit.py --kunitconfig=)
 """
+import os
+import subprocess
 import sys
 
 from ci.guest import arch as guest_arch
@@ -96,6 +98,21 @@ def fetch_base(path):
         if path.startswith(dest + "/"):
             return ["bash", "ci/build/fetch-deb.sh", "--arch", debarch,
                     suite, dest, package]
+    return None
+
+
+def fetch_missing(path, root=".", say=None):
+    """Fetch PATH (under ROOT) when it is one of BASES' fetched files and
+    missing, calling SAY(command line) first: None when it is there or
+    fetched, or is not fetched here (a missing one is then the caller's
+    error); else the command line that failed."""
+    fetch = fetch_base(path)
+    if not fetch or os.path.exists(os.path.join(root, path)):
+        return None
+    if say:
+        say(" ".join(fetch))
+    if subprocess.run(fetch, cwd=root, stdout=subprocess.DEVNULL).returncode:
+        return " ".join(fetch)
     return None
 
 

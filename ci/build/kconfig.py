@@ -167,11 +167,9 @@ def main(argv=None):
         if not os.path.exists(f):
             print(f"error: config fragment {f} not found", file=sys.stderr)
             return 2
-    fetch = configs.fetch_base(a.base) if a.base else None
-    if fetch and not os.path.exists(a.base) and \
-            subprocess.run(fetch, stdout=subprocess.DEVNULL).returncode != 0:
-        print(f"error: fetching {a.base} failed: {' '.join(fetch)}",
-              file=sys.stderr)
+    failed = configs.fetch_missing(a.base) if a.base else None
+    if failed:
+        print(f"error: fetching {a.base} failed: {failed}", file=sys.stderr)
         return 2
     if a.base and not os.path.exists(a.base):
         print(f"error: base configuration {a.base} not found (Debian's come "

@@ -673,11 +673,14 @@ def row_key(row, tree):
 
 def fetch_start(row):
     """Fetch ROW's starting configuration if it is one of those
-    fetched when first needed (configs.fetch_base), before its key."""
-    fetch = configs.fetch_base(row.start) if row.start else None
-    if fetch and not os.path.exists(os.path.join(ROOT, row.start)):
-        log(f"{row.name}: fetching {row.start}")
-        subprocess.run(fetch, cwd=ROOT, stdout=subprocess.DEVNULL)
+    fetched when first needed (configs.fetch_missing), before its key;
+    a failure is the row's (build_row names it)."""
+    failed = configs.fetch_missing(
+        row.start, ROOT,
+        lambda cmd: log(f"{row.name}: fetching {row.start}: {cmd}")) \
+        if row.start else None
+    if failed:
+        log(f"{row.name}: fetching {row.start} failed: {failed}")
 
 
 def start_digest(row):
