@@ -114,10 +114,8 @@ std::vector<iovec> zero_iov(size_t chunk, void *buf)
 {
 	size_t seg = std::min(chunk, kZeroBuf);
 	size_t segs = seg ? (chunk + seg - 1) / seg : 0;
-	if (segs > IOV_MAX) {
-		segs = IOV_MAX;
-		seg = (chunk + segs - 1) / segs;
-	}
+	if (segs > IOV_MAX)
+		return {}; /* more than the buffer can be named for */
 	std::vector<iovec> iov(segs);
 	for (size_t i = 0, left = chunk; i < segs; i++) {
 		iov[i].iov_base = buf;
@@ -139,6 +137,10 @@ long read_zero(double seconds, size_t chunk)
 		return -errno;
 	/* The chunk names the one buffer again and again. */
 	std::vector<iovec> iov = zero_iov(chunk, buf);
+	if (chunk && iov.empty()) {
+		close(fd);
+		return -EINVAL;
+	}
 	long n = 0;
 	do {
 		if (readv(fd, iov.data(), (int)iov.size()) < 0) {

@@ -67,7 +67,8 @@ private:
  * calls, open() and close().
  */
 long read_zero(double seconds, size_t chunk = 1 << 20);
-/* read_zero()'s iovecs for chunk bytes into buf (at most IOV_MAX). */
+/* read_zero()'s iovecs for chunk bytes into buf, each at most 64 KiB;
+ * none for more than IOV_MAX of them (64 MiB: read_zero() says -EINVAL). */
 std::vector<iovec> zero_iov(size_t chunk, void *buf);
 
 /*
