@@ -349,3 +349,27 @@ def test_a_run_whose_kernel_lowered_perfs_sample_rate_fails(tmp_path):
     run.write("console.log", RATE_LOWERED + run.read("console.log"))
     assert_fails(run.dir, "lowered perf_event_max_sample_rate 2 time(s)",
                  "last to 1750 Hz", "perf_cpu_time_max_percent")
+
+
+# Debian's arm64 kernel in the guest: the hard lockup detector's cycles
+# counter (QEMU emulates the PMU) lowered the rate at boot, before init.
+BOOT_LOWERED = ("[    3.306255] perf: interrupt took too long (3388 > 2500), "
+                "lowering kernel.perf_event_max_sample_rate to 59000\n")
+INIT_RESET = ("[    6.102934] vmtest: perf_event_max_sample_rate was lowered "
+              "to 59000 before init: reset to 100000\n")
+
+
+def test_a_rate_lowered_before_init_put_it_back_passes(tmp_path):
+    run = Run(tmp_path)
+    run.write("console.log", BOOT_LOWERED + INIT_RESET +
+              run.read("console.log"))
+    code, out = verdict(run.dir)
+    assert code == 0, out
+
+
+def test_a_rate_lowered_after_init_put_it_back_fails(tmp_path):
+    run = Run(tmp_path)
+    run.write("console.log", BOOT_LOWERED + INIT_RESET + RATE_LOWERED +
+              run.read("console.log"))
+    assert_fails(run.dir, "lowered perf_event_max_sample_rate 2 time(s)",
+                 "last to 1750 Hz")

@@ -29,6 +29,10 @@ EXPLAINED_TAINTS = (
 # (kernel/events/core.c, perf_sample_event_took()).
 RATE_LOWERED = re.compile(r"perf: interrupt took too long .*lowering "
                           r"kernel\.perf_event_max_sample_rate to (\d+)")
+# ci/guest/init's line when it put back a rate lowered before it ran: the
+# lowerings above it no longer count.
+RATE_RESET = re.compile(r"vmtest: perf_event_max_sample_rate was lowered "
+                        r"to \d+ before init: reset to \d+")
 # init's copy of selftests/host_speed's line: how fast the guest ran
 # against the reference guest (the factor first).
 SPEED = re.compile(r"^# vmtest-speed: (.*?)\r?$", re.M)
@@ -104,14 +108,17 @@ class RunDir:
     def rate_problems(self):
         """perf's sample rate lowered during the run: every sample count
         after it depended on the host's speed, not on the kernel."""
-        rates = RATE_LOWERED.findall(self.console)
+        resets = list(RATE_RESET.finditer(self.console))
+        since = resets[-1].end() if resets else 0
+        rates = RATE_LOWERED.findall(self.console, since)
         if not rates:
             return []
         return [f"the kernel lowered perf_event_max_sample_rate {len(rates)} "
                 f"time(s) during the run, last to {rates[-1]} Hz: the "
                 "tests' sample counts followed the host's speed (the "
-                "guest's init writes 0 to kernel.perf_cpu_time_max_percent "
-                "to keep the rate; did it run?)"]
+                "guest's init puts back a rate lowered before it ran and "
+                "writes 0 to kernel.perf_cpu_time_max_percent to keep it; "
+                "did it run?)"]
 
     def unfinished(self):
         """The first stuck report first (the cause), then a missing done
