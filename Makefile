@@ -114,7 +114,8 @@ export ACCEL
 SLOW       ?=
 export VMTEST_SLOW := $(SLOW)
 # TCG_THREAD=single: every vCPU of a TCG guest on one host thread, as the
-# boot after an emulator fault runs (ci/guest/vm.py --tcg-thread).
+# boot after an emulator fault runs (ci/guest/vm.py --tcg-thread), and as
+# an arm64 kernel with CONFIG_JUMP_LABEL boots by default; multi: threads.
 TCG_THREAD ?=
 export VMTEST_TCG_THREAD := $(TCG_THREAD)
 # make overhead ICOUNT=on|off: the TCG guest's clock counts its

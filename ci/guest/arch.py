@@ -28,7 +28,8 @@ SHAPE = {
     "MAKE_ARGS": list, "CROSS_COMPILE": str, "TINY_CONFIGS": list,
     "GUEST_CONFIG": str, "CMAKE_ARGS": list, "SERIES_MODE": str,
     "SMP": int, "CMDLINE": str, "PROBE_CMDLINE": str, "KVM_HOSTS": list,
-    "KVM_ARGS": list, "TCG_ARGS": list, "SERIAL": list, "RESULTS_TTY": str,
+    "KVM_ARGS": list, "TCG_ARGS": list, "ONE_THREAD_CONFIGS": list,
+    "SERIAL": list, "RESULTS_TTY": str,
     "BUSYBOX_DEB": str, "PACK_PYTHON": bool, "LEFT_OUT": dict,
     "channel_args": type(lambda: None),
 }

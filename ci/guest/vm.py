@@ -29,7 +29,10 @@ KVM it is ignored (the guest runs on the host's clock).
 --tcg-thread single (make vmtest TCG_THREAD=single, VMTEST_TCG_THREAD)
 boots a TCG guest as the retry below does, every vCPU on one host
 thread, so the suite can be run on purpose the way CI runs it after an
-emulator fault; under KVM it is ignored.
+emulator fault; under KVM it is ignored. Without it, a kernel whose
+--kernel-config sets one of the architecture's ONE_THREAD_CONFIGS boots
+so too (arm64's CONFIG_JUMP_LABEL: QEMU's threads may keep a patched
+static key off, silently); --tcg-thread multi keeps the threads.
 It only watches the console as it streams, and stops the
 guest --stuck-grace seconds after the first soft lockup, hung task or RCU
 stall (ci/console.py's STUCK): such a guest never finishes by itself
@@ -122,6 +125,19 @@ def tcg_thread(value):
         return True
     raise ValueError(f"TCG_THREAD={value}: use single (every vCPU on one "
                      "host thread, as after an emulator fault) or multi")
+
+
+def one_thread_config(kernel_config, arch):
+    """The first of ARCH's ONE_THREAD_CONFIGS that the kernel's .config
+    (a path, or None) sets to y: its TCG guest boots on one host thread
+    unless TCG_THREAD= says otherwise; None if it sets none."""
+    try:
+        with open(kernel_config or "") as f:
+            text = f.read()
+    except OSError:
+        return None
+    return next((o for o in arch.ONE_THREAD_CONFIGS
+                 if re.search(rf"^{o}=y$", text, re.M)), None)
 
 
 def icount_args(tcg_args):
@@ -391,11 +407,19 @@ def main(argv=None):
     elif icount:
         why += "; instruction counter: the guest's clock is its " \
             "instructions, 1 ns each"
+    if not a.tcg_thread and acc == "tcg" and not icount:
+        opt = one_thread_config(a.kernel_config, arch)
+        if opt:
+            one_thread = True
+            why += (f"; every vCPU on one host thread: {opt}=y, whose "
+                    "patched text another of QEMU's vCPU threads may go "
+                    f"on running unpatched (ci/guest/{arch.NAME}.py; "
+                    "TCG_THREAD=multi boots with threads)")
     if one_thread and acc == "kvm":
         one_thread = False
         why += "; one TCG thread asked for (TCG_THREAD=single), but the " \
             "guest runs under KVM"
-    elif one_thread:
+    elif one_thread and a.tcg_thread:
         why += "; every vCPU on one host thread (TCG_THREAD=single), as " \
             "a boot after an emulator fault"
     print(f"vm: accelerator {acc}: {why}")
