@@ -656,18 +656,18 @@ int open_kprobe_pair(session::Session *s, const char *func, std::string *what,
 	a.config = 0;
 	a.config1 = (uint64_t)(uintptr_t)func;
 	/*
-	 * Past the entry: the first offset that is an instruction boundary
-	 * (the kprobe PMU refuses the others with EILSEQ).
+	 * Past the entry: the first offset kprobes take (x86 refuses one
+	 * inside an instruction with EILSEQ).
 	 */
 	int r = -EILSEQ;
 	uint64_t off;
 #ifdef __aarch64__
 	/*
 	 * Fixed 4-byte instructions: the next one. EINVAL there is an
-	 * instruction kprobes cannot take: the ftrace call site that
-	 * patchable function entries put past the entry (Debian's
-	 * configuration: two NOPs, the second the site) is ftrace's alone,
-	 * arm64 having no kprobes on ftrace.
+	 * instruction kprobes cannot take, such as the ftrace call site
+	 * that patchable function entries put past the entry (Debian's
+	 * configuration: two NOPs, the second the site), ftrace's alone as
+	 * arm64 has no kprobes on ftrace.
 	 */
 	constexpr uint64_t kStep = 4;
 	constexpr int kNotHere = -EINVAL;
@@ -681,11 +681,11 @@ int open_kprobe_pair(session::Session *s, const char *func, std::string *what,
 		session::Session t;
 		r = t.open_attr(a, 0, -1, 1);
 	}
-	if (r)
-		return r;
 	a.config2 = off - kStep;
 	*what = std::string("kprobe at ") + func + "+" +
 		std::to_string(a.config2);
+	if (r)
+		return r;
 	return open_attr_pair(s, a, pid);
 }
 
