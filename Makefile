@@ -83,7 +83,7 @@ PERF_UPSTREAM_OUT := $(BUILD)/out/perf-upstream/perf$(ASFX)
 # unstable's linux-source-7.2, unpacked here by ci/series/upstream-tree.sh) with
 # that tree's own perf, perf.so and perf shell tests.
 UPSTREAM_TREE ?= $(BUILD)/upstream-7.2
-RUN_DIR    := $(OUT)/vmtest$(ASFX)-$(CONFIG)$(if $(filter-out off no 0,$(SLOW)),-slow)$(if $(filter single,$(TCG_THREAD)),-onethread)
+RUN_DIR    := $(OUT)/vmtest$(ASFX)-$(CONFIG)$(if $(filter-out off no 0,$(SLOW)),-slow)$(if $(filter single,$(TCG_THREAD)),-onethread)$(if $(filter multi,$(TCG_THREAD)),-threads)
 # make bench: BENCH=quick|full|libs (the SFrame walk on distinct functions)|maps
 # (mmap of libraries with and without .sframe)|exitpath (only the untraced
 # getppid loop), in a guest with one vCPU per host core
@@ -115,7 +115,8 @@ SLOW       ?=
 export VMTEST_SLOW := $(SLOW)
 # TCG_THREAD=single: every vCPU of a TCG guest on one host thread, as the
 # boot after an emulator fault runs (ci/guest/vm.py --tcg-thread), and as
-# an arm64 kernel with CONFIG_JUMP_LABEL boots by default; multi: threads.
+# an arm64 kernel with CONFIG_JUMP_LABEL boots by default; multi: a thread
+# per vCPU even then. Either names its run directory (-onethread, -threads).
 TCG_THREAD ?=
 export VMTEST_TCG_THREAD := $(TCG_THREAD)
 # make overhead ICOUNT=on|off: the TCG guest's clock counts its
@@ -136,7 +137,7 @@ export EXPECT_FEATURE
 	realprograms initramfs-realstacks realstacks overhead guest-recording trace-recording
 
 help: ## list the targets
-	@echo "usage: make TARGET [KERNEL=DIR] [ARCH=x86_64|arm64] [CONFIG=normal|debug|rt|rt-debug|debian|debian-rt|stress|kcsan|nounwind] [FILTER=gtest-filter] [PERF_TREE=DIR] [SLOW=on] [TCG_THREAD=single]"
+	@echo "usage: make TARGET [KERNEL=DIR] [ARCH=x86_64|arm64] [CONFIG=normal|debug|rt|rt-debug|debian|debian-rt|stress|kcsan|nounwind] [FILTER=gtest-filter] [PERF_TREE=DIR] [SLOW=on] [TCG_THREAD=single|multi]"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
 		awk -F':.*## ' '{ printf "  %-14s %s\n", $$1, $$2 }'
 

@@ -166,6 +166,19 @@ def test_a_guest_on_one_host_thread_is_not_booted_again(tmp_path):
     assert (out / "console.log").read_text() == REAL
 
 
+def test_a_guest_on_one_thread_for_its_kernel_is_not_booted_again(
+        tmp_path):
+    """An arm64 kernel with static keys boots on one thread already
+    (ci/guest/arm64.py): its int3 is the kernel's too."""
+    config = tmp_path / "kernel.config"
+    config.write_text("CONFIG_JUMP_LABEL=y\n")
+    out, run, said = boot(tmp_path, REAL, "", more=(
+        "--arch", "arm64", "--kernel-config", str(config)))
+    assert (tmp_path / "count").read_text() == "1"
+    assert run["one_thread"] and "emulator_fault" not in run
+    assert "booting once more" not in said
+
+
 def test_vm_py_boots_once_only(tmp_path):
     """The fault again, or a kernel's oops: judged as they are."""
     out, run, _ = boot(tmp_path, REAL, REAL)

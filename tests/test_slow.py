@@ -302,3 +302,21 @@ def test_an_arm64_kernel_with_static_keys_boots_on_one_thread(
     assert ("tcg,thread=single" in run["command"]) is single
     assert ("CONFIG_JUMP_LABEL=y, whose patched text" in
             run["accel_reason"]) is single
+
+
+@pytest.mark.parametrize("extra,env,says", [
+    ((), {"VMTEST_TCG_THREAD": "single"}, "(TCG_THREAD=single)"),
+    (("--icount", "on"), {}, "instruction counter")])
+def test_a_static_key_kernel_asked_one_thread_otherwise_says_why(
+        tmp_path, extra, env, says):
+    """One thread asked for (TCG_THREAD=single) or the instruction
+    counter's: the run says that reason, not the kernel's options."""
+    p, out = boot(tmp_path, "--accel", "tcg", "--arch", "arm64",
+                  "--kernel-config",
+                  config_file(tmp_path, "CONFIG_JUMP_LABEL=y\n"), *extra,
+                  env=env)
+    assert p.returncode == 0, p.stderr
+    run = json.loads((out / "run.json").read_text())
+    assert "tcg,thread=single" in run["command"]
+    assert says in run["accel_reason"]
+    assert "CONFIG_JUMP_LABEL" not in run["accel_reason"]

@@ -367,6 +367,21 @@ def test_a_rate_lowered_before_init_put_it_back_passes(tmp_path):
     assert code == 0, out
 
 
+def test_inits_reset_line_is_the_one_the_judge_reads():
+    """The line ci/guest/init writes, run by a shell as init runs it,
+    against the judge's pattern: rewording one without the other would
+    fail every boot whose rate was lowered before init."""
+    from ci.judge.vmtest.rundir import RATE_RESET
+    text = open(os.path.join(ROOT, "ci", "guest", "init")).read()
+    m = re.search(r'(echo "vmtest: perf_event_max_sample_rate.*?)'
+                  r'\s*>/dev/kmsg', text, re.S)
+    assert m, "no reset line in ci/guest/init"
+    said = subprocess.run(["sh", "-c", "rate=59000; " + m.group(1)],
+                          capture_output=True, text=True).stdout
+    assert RATE_RESET.search(said) and "59000" in said, said
+    assert RATE_RESET.search(INIT_RESET)
+
+
 def test_a_rate_lowered_after_init_put_it_back_fails(tmp_path):
     run = Run(tmp_path)
     run.write("console.log", BOOT_LOWERED + INIT_RESET + RATE_LOWERED +
