@@ -59,7 +59,7 @@ import sys
 import threading
 import time
 
-from ci.build import configs, lock
+from ci.build import configs, kconfig, lock
 from ci.judge.vmtest.rundir import speed
 from ci.series import tested_section
 
@@ -238,16 +238,8 @@ def exit_on_sigterm():
 def read_config(obj, name=".config"):
     """The options of OBJ's config file NAME: CONFIG_X -> value, "n" for
     those said not set."""
-    out = {}
-    path = os.path.join(obj, name)
-    for line in open(path, errors="replace"):
-        m = re.match(r"^(CONFIG_\w+)=(.*)$", line)
-        if m:
-            out[m.group(1)] = m.group(2)
-        m = re.match(r"^# (CONFIG_\w+) is not set$", line)
-        if m:
-            out[m.group(1)] = "n"
-    return out
+    with open(os.path.join(obj, name), errors="replace") as f:
+        return kconfig.parse(f)
 
 
 def configure(row, tree, obj, logp, cc_cache):
