@@ -82,6 +82,8 @@ def test_randconfig_rows_come_back_from_the_seed_printed():
     again, _ = matrix.pick([], 3, 20261129)
     rand = [r for r in rows if getattr(r, "seed", None) is not None]
     assert whole and len(rand) == 3
+    # hours each: a stopped run is resumed (run_row)
+    assert all(r.resume for r in rand)
     assert [r.name for r in rand] == [r.name for r in again
                                       if getattr(r, "seed", None)
                                       is not None]
