@@ -632,3 +632,26 @@ def test_a_stopped_matrix_stops_the_build_it_started(tmp_path):
         assert time.monotonic() < deadline, "the build's child still runs"
         time.sleep(0.1)
     assert subprocess.run(free).returncode == 0, "the lock outlived it"
+
+
+def test_a_whole_table_has_debians_saved_full_builds_and_names_the_rest(
+        tmp_path, monkeypatch):
+    """A whole run does not build Debian's rows (hours each, by name) but
+    its table has their results for the same tree and names those that
+    have none."""
+    monkeypatch.setattr(matrix, "RESULTS", str(tmp_path / "results"))
+    tree, _ = one_commit_tree(tmp_path)
+    built = matrix.Row("fake-debian", "x86_64", "olddefconfig", resume=True)
+    never = matrix.Row("fake-debian-rt", "x86_64", "olddefconfig",
+                       resume=True)
+    monkeypatch.setattr(matrix, "DISTRO_ROWS", [built, never])
+    res = {"row": built, "built": "yes", "new": [], "unwind": "y",
+           "problems": [], "seconds": 3600.0, "date": "2026-12-01T23:00"}
+    matrix.save(built, matrix.row_key(built, str(tree)), res)
+    found, missing = matrix.distro_results(str(tree))
+    assert [r["row"].name for r in found] == ["fake-debian"]
+    assert found[0]["built"] == "yes" and missing == ["fake-debian-rt"]
+    lines = matrix.table(found, missing)
+    assert lines[2].startswith("| fake-debian | x86_64 | yes |"), lines
+    assert "no result for this tree: fake-debian-rt (make matrix " \
+        "ROWS=NAME" in lines[-1]

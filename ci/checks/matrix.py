@@ -39,10 +39,12 @@ missing and reports the time of all its runs (rm -r
 build/out/matrix/ROW, or --fresh, starts over).
 
 Prints the table (built, new W=1 warnings, UNWIND_USER, booted, suite,
-time) and writes
-it to build/out/matrix/table.md; with every row (no --rows), also to
---doc (doc/matrix.md). Exit: 0 every row passed, 1 a row failed, 2 usage
-or setup. A randconfig row is reproduced by --rows randconfig-SEED.
+time) and writes it to build/out/matrix/table.md; with every row (no
+--rows), also to --doc (doc/matrix.md). Such a whole run builds none of
+Debian's full rows but shows the saved result of each that has one for
+the tree and names the others. Exit: 0 every row passed, 1 a row
+failed, 2 usage or setup. A randconfig row is reproduced by --rows
+randconfig-SEED.
 """
 import argparse
 import contextlib
@@ -789,7 +791,9 @@ def save(row, key, res):
         f.write("\n")
 
 
-def table(results):
+def table(results, missing=()):
+    """The table's lines; MISSING: Debian's full rows it lacks (named
+    below it)."""
     lines = ["| row | ARCH | built | files at W=1 | new W=1 warnings | "
              "UNWIND_USER (expected) | booted | suite | time |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -801,6 +805,10 @@ def table(results):
             f"{len(r['new']) if 'w1_files' in r else '-'} | {r['unwind']} "
             f"({getattr(row, 'unwind', 'y')}) | {r.get('booted', '-')} | "
             f"{r.get('suite', '-')} | {r['seconds'] / 60:.1f} min |")
+    if missing:
+        lines += ["", "Not in the table, no result for this tree: "
+                  + ", ".join(missing) + " (make matrix ROWS=NAME: hours "
+                  "each)."]
     return lines
 
 
@@ -826,6 +834,21 @@ def pick(names, randconfigs, seed):
                              + " or randconfig-SEED")
         out += found
     return out, False
+
+
+def distro_results(tree):
+    """For a whole run's table, which does not build Debian's full rows
+    (DISTRO_ROWS: hours, run by name): the saved results of those that
+    have one for TREE, and the names of those that have none."""
+    found, missing = [], []
+    for row in DISTRO_ROWS:
+        fetch_start(row)
+        r = cached(row, row_key(row, tree), tree)
+        if r:
+            found.append(r)
+        else:
+            missing.append(row.name)
+    return found, missing
 
 
 def packages_of(rows):
@@ -907,7 +930,11 @@ def main(argv=None):
             f"warnings, UNWIND_USER={r['unwind']}, booted "
             f"{r.get('booted', '-')}, suite {r.get('suite', '-')}, "
             f"{r['seconds']:.0f} s")
-    lines = table(results)
+    missing = []
+    if whole:
+        found, missing = distro_results(tree)
+        results += found
+    lines = table(results, missing)
     print("\n".join(lines))
     os.makedirs(OUT, exist_ok=True)
     with open(os.path.join(OUT, "table.md"), "w") as f:
