@@ -655,3 +655,10 @@ def test_a_whole_table_has_debians_saved_full_builds_and_names_the_rest(
     assert lines[2].startswith("| fake-debian | x86_64 | yes |"), lines
     assert "no result for this tree: fake-debian-rt (make matrix " \
         "ROWS=NAME" in lines[-1]
+    # doc/matrix.md says how to make the table again
+    doc = tmp_path / "matrix.md"
+    matrix.write_doc(str(doc), str(tree), found, lines, 20261201)
+    text = doc.read_text()
+    assert "`make matrix SEED=20261201` makes this table again" in text
+    assert "2026-12-01T23:00 to 2026-12-01T23:00" in text
+    assert "\n".join(lines) in text and "60 min in all" in text

@@ -940,17 +940,21 @@ def main(argv=None):
     with open(os.path.join(OUT, "table.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     if whole and a.doc:
-        head = subprocess.run(["git", "-C", tree, "log", "-1",
-                               "--format=%h %s"], capture_output=True,
-                              text=True).stdout.strip()
-        with open(a.doc, "w") as f:
-            dates = sorted(r["date"] for r in results)
-            f.write(DOC.format(date=f"{dates[0]} to {dates[-1]}",
-                               head=head, cpus=os.cpu_count(),
-                               table="\n".join(lines),
-                               minutes=sum(r["seconds"] for r in results)
-                               / 60))
+        write_doc(a.doc, tree, results, lines, seed)
     return 1 if any(r["problems"] for r in results) else 0
+
+
+def write_doc(path, tree, results, lines, seed):
+    """doc/matrix.md: the whole table LINES of RESULTS, with when, where
+    and how it was made (SEED: the randconfig rows')."""
+    head = subprocess.run(["git", "-C", tree, "log", "-1", "--format=%h %s"],
+                          capture_output=True, text=True).stdout.strip()
+    dates = sorted(r["date"] for r in results)
+    with open(path, "w") as f:
+        f.write(DOC.format(date=f"{dates[0]} to {dates[-1]}", head=head,
+                           cpus=os.cpu_count(), seed=seed,
+                           table="\n".join(lines),
+                           minutes=sum(r["seconds"] for r in results) / 60))
 
 
 DOC = """# make matrix
@@ -960,7 +964,9 @@ tries (`ci/checks/matrix.py`: what each row is and why). Written by `make
 matrix`; do not edit by hand.
 
 Rows run {date} (each row's own time below) on {cpus} CPUs, tree at
-{head}; {minutes:.0f} min in all.
+{head}; {minutes:.0f} min in all. The randconfig rows are SEED={seed}'s:
+`make matrix SEED={seed}` makes this table again (each row whose tree,
+row and harness are the same uses its saved result).
 
 {table}
 """
