@@ -370,6 +370,9 @@ def test_a_debian_rows_result_names_the_configuration_it_started_from(
     assert matrix.cached(row, matrix.row_key(row, str(tree)))
     start.write_bytes(b"two")
     assert matrix.cached(row, matrix.row_key(row, str(tree))) is None
+    # None there (a fetch failed): nothing saved, nothing matched
+    start.unlink()
+    assert matrix.row_key(row, str(tree)) is None
     # The other rows' keys (and their kept results) are as they were
     assert "start" not in matrix.row_key(matrix.ROWS[0], str(tree))
 
@@ -635,22 +638,36 @@ def test_a_stopped_matrix_stops_the_build_it_started(tmp_path):
 
 
 def test_a_whole_table_has_debians_saved_full_builds_and_names_the_rest(
-        tmp_path, monkeypatch):
+        tmp_path, monkeypatch, capsys):
     """A whole run does not build Debian's rows (hours each, by name) but
-    its table has their results for the same tree and names those that
-    have none."""
+    its table has their results for the same tree, says their failures,
+    and names those that have none (without fetching Debian's
+    configuration for them)."""
     monkeypatch.setattr(matrix, "RESULTS", str(tmp_path / "results"))
     tree, _ = one_commit_tree(tmp_path)
     built = matrix.Row("fake-debian", "x86_64", "olddefconfig", resume=True)
+    broken = matrix.Row("fake-debian-arm", "x86_64", "olddefconfig",
+                        resume=True)
     never = matrix.Row("fake-debian-rt", "x86_64", "olddefconfig",
-                       resume=True)
-    monkeypatch.setattr(matrix, "DISTRO_ROWS", [built, never])
+                       resume=True, start="nowhere.xz")
+    monkeypatch.setattr(matrix, "DISTRO_ROWS", [built, broken, never])
+    fetched = []
+    monkeypatch.setattr(matrix, "fetch_start",
+                        lambda row: fetched.append(row.name))
     res = {"row": built, "built": "yes", "new": [], "unwind": "y",
            "problems": [], "seconds": 3600.0, "date": "2026-12-01T23:00"}
     matrix.save(built, matrix.row_key(built, str(tree)), res)
+    matrix.save(broken, matrix.row_key(broken, str(tree)),
+                dict(res, row=broken, built="no",
+                     problems=["the series does not build"]))
     found, missing = matrix.distro_results(str(tree))
-    assert [r["row"].name for r in found] == ["fake-debian"]
+    assert [r["row"].name for r in found] == ["fake-debian",
+                                              "fake-debian-arm"]
     assert found[0]["built"] == "yes" and missing == ["fake-debian-rt"]
+    assert fetched == ["fake-debian", "fake-debian-arm"]
+    assert "FAIL: fake-debian-arm (saved 2026-12-01T23:00): the series " \
+        "does not build" in capsys.readouterr().err
+    found = found[:1]
     lines = matrix.table(found, missing)
     assert lines[2].startswith("| fake-debian | x86_64 | yes |"), lines
     assert "no result for this tree: fake-debian-rt (make matrix " \
@@ -662,3 +679,43 @@ def test_a_whole_table_has_debians_saved_full_builds_and_names_the_rest(
     assert "`make matrix SEED=20261201` makes this table again" in text
     assert "2026-12-01T23:00 to 2026-12-01T23:00" in text
     assert "\n".join(lines) in text and "60 min in all" in text
+    matrix.write_doc(str(doc), str(tree), found, lines, 7, 5)
+    assert "`make matrix SEED=7 RANDCONFIGS=5` makes" in doc.read_text()
+
+
+def test_a_run_names_the_stopped_rows_it_does_not_resume(tmp_path,
+                                                         monkeypatch):
+    """A randconfig row of another SEED (or a Debian row not named) left
+    gigabytes of objects to resume: the run that does not pick it names
+    it."""
+    monkeypatch.setattr(matrix, "OUT", str(tmp_path))
+    for name in ("randconfig-0x1", "randconfig-0x2", "obj"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "randconfig-0x1" / "resume.json").write_text("{}")
+    (tmp_path / "randconfig-0x2" / "resume.json").write_text("{}")
+    rows = [matrix.randconfig_row(2)]
+    assert matrix.stopped_elsewhere(rows) == ["randconfig-0x1"]
+
+
+def test_w1_compiles_again_an_object_a_stopped_run_compiled_at_w1(
+        tmp_path, monkeypatch):
+    """A resumed row's base runs only prepare and the W=1 compiles: an
+    object a stopped run had already compiled at W=1 is up to date for
+    kbuild, so w1() removes it (and its .cmd) or its warnings would be
+    missing and the series' same ones counted as new."""
+    tree = tmp_path / "linux"
+    (tree / "kernel").mkdir(parents=True)
+    (tree / "kernel" / "a.c").write_text("//warn old\n")
+    obj = tmp_path / "obj"
+    (obj / "kernel").mkdir(parents=True)
+    (obj / "kernel" / "a.o").write_text("")
+    (obj / "kernel" / ".a.o.cmd").write_text("")
+    # as kbuild: an object with its .cmd is not compiled again
+    fake_make(tmp_path, monkeypatch, FAKE_MAKE.replace(
+        '*.o) [ -n "$w1" ] &&',
+        '*.o) [ ! -e "$obj/$a" ] && : >"$obj/$a" && [ -n "$w1" ] &&'))
+    row = matrix.Row("fake-defconfig", "x86_64", "defconfig")
+    text, problem = matrix.w1(row, str(tree), str(obj), ["kernel/a.o"],
+                              str(tmp_path / "base.log"), cc_cache=False)
+    assert problem is None
+    assert "kernel/a.c:3:1: warning: old" in text, text

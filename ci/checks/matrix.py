@@ -34,9 +34,11 @@ one (--rows), on any machine, make the whole table at the end. Logs and
 objects stay under build/out/matrix/. A Debian row (DISTRO_ROWS) or a
 randconfig one (hours each) builds in its own directory there and keeps
 a state beside its objects while it builds; a run stopped or killed
-midway is resumed by the next on the same tree, which builds what is
-missing and reports the time of all its runs (rm -r
-build/out/matrix/ROW, or --fresh, starts over).
+midway is resumed by the next run of that row on the same tree (a
+randconfig row's name comes from --seed: the same SEED, or --rows
+randconfig-0x...), which builds what is missing and reports the time of
+all its runs (rm -r build/out/matrix/ROW, or --fresh, starts over); a
+run names the stopped rows it does not run.
 
 Prints the table (built, new W=1 warnings, UNWIND_USER, booted, suite,
 time) and writes it to build/out/matrix/table.md; with every row (no
@@ -195,9 +197,10 @@ GUEST_ROWS = [
 ]
 
 
-# A randconfig row resumes as Debian's do: x86-64 randconfig builds most
-# of the tree in (4664, 2861 and 2701 options =y, one with KASAN, in the
-# three of SEED=20261201), hours on two cores.
+# A randconfig row resumes as Debian's do: an x86-64 randconfig builds
+# thousands of options in (4664, 2861 and 2701 =y, one with KASAN, in the
+# three of SEED=20261201; Debian's built-in part has 1736), hours on two
+# cores.
 def randconfig_row(seed):
     return Row(f"randconfig-{seed:#x}", "x86_64", "randconfig", seed=seed,
                unwind="any", why="KCONFIG_SEED printed in the name",
@@ -357,10 +360,17 @@ def w1_targets(obj, files):
 
 def w1(row, tree, obj, targets, logp, cc_cache):
     """Compile TARGETS again at W=1 in OBJ; (the log, a problem or None).
-    No need to touch the sources: kbuild compiles again when an object's
-    command line changes, and W=1 changes it. -k and -Wno-error: with
-    CONFIG_WERROR (x86's defconfigs) the first warning would stop make
-    and leave the count to the order of the targets."""
+    Each target's object and its .cmd go first: kbuild would compile one
+    again for W=1's new command line anyway, but not one a stopped run
+    already compiled at W=1 (a resumed row's base builds nothing else),
+    whose warnings would then be missing from the log. -k and
+    -Wno-error: with CONFIG_WERROR (x86's defconfigs) the first warning
+    would stop make and leave the count to the order of the targets."""
+    for t in targets:
+        d, f = os.path.split(os.path.join(obj, t))
+        for gone in (os.path.join(d, f), os.path.join(d, f".{f}.cmd")):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(gone)
     w1_log = logp + ".w1"
     open(w1_log, "w").close()
     rc = run(make_args(row, obj, cc_cache) + ["-k", "W=1",
@@ -545,13 +555,14 @@ def build_row(row, tree, base, sources, cc_cache, d, objs):
             res["problems"].append(f"CONFIG_UNWIND_USER={res['unwind']}, "
                                    f"expected {row.unwind}")
     if res["built"] == "yes":
+        # The base compiles the same objects, those of files it has
+        # (named before w1() removes and compiles them again).
         targets = w1_targets(obj, files)
+        btargets = w1_targets(obj, base_files)
         text, problem = w1(row, tree, obj, targets, logp, cc_cache) \
             if targets else ("", None)
         series_w = warnings(text, files + headers)
         base_w = []
-        # The base compiles the same objects, those of files it has.
-        btargets = w1_targets(obj, base_files)
         if btargets and not problem:
             if base_config(row, obj, base, bobj, blog, cc_cache) and \
                     run(make_args(row, bobj, cc_cache) + ["prepare"], base,
@@ -660,6 +671,8 @@ def row_key(row, tree):
            "compiler": compiler(row.cross)}
     if getattr(row, "start", None):
         key["start"] = start_digest(row)
+        if key["start"] == "missing":
+            return None  # a result of no configuration is not kept
     if isinstance(row, GuestRow):
         key["content"] = tree_content(tree, tree_head)
         key["harness"] = harness_trees()
@@ -836,16 +849,40 @@ def pick(names, randconfigs, seed):
     return out, False
 
 
+def stopped_elsewhere(rows):
+    """The rows not among ROWS whose stopped runs left objects to resume
+    (a resume.json in OUT/ROW): a randconfig row of another SEED, a
+    Debian row not named."""
+    names = {r.name for r in rows}
+    try:
+        dirs = sorted(os.listdir(OUT))
+    except OSError:
+        return []
+    return [n for n in dirs if n not in names and
+            os.path.exists(os.path.join(OUT, n, "resume.json"))]
+
+
 def distro_results(tree):
     """For a whole run's table, which does not build Debian's full rows
     (DISTRO_ROWS: hours, run by name): the saved results of those that
     have one for TREE, and the names of those that have none."""
     found, missing = [], []
     for row in DISTRO_ROWS:
+        # nothing saved: nothing to fetch Debian's configuration for
+        if not os.path.exists(os.path.join(RESULTS, f"{row.name}.json")):
+            missing.append(row.name)
+            continue
         fetch_start(row)
-        r = cached(row, row_key(row, tree), tree)
+        try:
+            r = cached(row, row_key(row, tree), tree)
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            log(f"{row.name}: its saved result cannot be read: {e!r}")
+            r = None
         if r:
             found.append(r)
+            for p in r["problems"]:
+                print(f"FAIL: {row.name} (saved {r['cached']}): {p}",
+                      file=sys.stderr)
         else:
             missing.append(row.name)
     return found, missing
@@ -895,6 +932,12 @@ def main(argv=None):
     if subprocess.run(["bash", os.path.join(ROOT, "ci", "build", "deps.sh"),
                        *packages]).returncode != 0:
         return 2
+    if whole:
+        log(f"randconfig rows of SEED={seed}: make matrix SEED={seed} "
+            "draws them again (and resumes them)")
+    for name in stopped_elsewhere(rows):
+        log(f"{name}: a stopped run's objects in {OUT}/{name}: make "
+            f"matrix ROWS={name} resumes it, rm -r frees them")
     sources = series_files(tree)
     base = base_tree(tree)
     results = []
@@ -940,19 +983,21 @@ def main(argv=None):
     with open(os.path.join(OUT, "table.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     if whole and a.doc:
-        write_doc(a.doc, tree, results, lines, seed)
+        write_doc(a.doc, tree, results, lines, seed, a.randconfigs)
     return 1 if any(r["problems"] for r in results) else 0
 
 
-def write_doc(path, tree, results, lines, seed):
+def write_doc(path, tree, results, lines, seed, randconfigs=RANDCONFIGS):
     """doc/matrix.md: the whole table LINES of RESULTS, with when, where
-    and how it was made (SEED: the randconfig rows')."""
+    and how it was made (SEED, RANDCONFIGS: the randconfig rows')."""
     head = subprocess.run(["git", "-C", tree, "log", "-1", "--format=%h %s"],
                           capture_output=True, text=True).stdout.strip()
     dates = sorted(r["date"] for r in results)
     with open(path, "w") as f:
         f.write(DOC.format(date=f"{dates[0]} to {dates[-1]}", head=head,
                            cpus=os.cpu_count(), seed=seed,
+                           more="" if randconfigs == RANDCONFIGS else
+                           f" RANDCONFIGS={randconfigs}",
                            table="\n".join(lines),
                            minutes=sum(r["seconds"] for r in results) / 60))
 
@@ -965,8 +1010,8 @@ matrix`; do not edit by hand.
 
 Rows run {date} (each row's own time below) on {cpus} CPUs, tree at
 {head}; {minutes:.0f} min in all. The randconfig rows are SEED={seed}'s:
-`make matrix SEED={seed}` makes this table again (each row whose tree,
-row and harness are the same uses its saved result).
+`make matrix SEED={seed}{more}` makes this table again (each row whose
+saved result still holds, doc/matrix/ROW.json's key, uses it).
 
 {table}
 """
