@@ -31,14 +31,15 @@ harness's selftests, guest, judges, builds and the Makefile that
 runs them (GUEST_PARTS). A later
 run with the same uses it and says so (--fresh: not), so rows run one by
 one (--rows), on any machine, make the whole table at the end. Logs and
-objects stay under build/out/matrix/. A Debian row (DISTRO_ROWS) or a
-randconfig one (hours each) builds in its own directory there and keeps
-a state beside its objects while it builds; a run stopped or killed
-midway is resumed by the next run of that row on the same tree (a
-randconfig row's name comes from --seed: the same SEED, or --rows
-randconfig-0x...), which builds what is missing and reports the time of
-all its runs (rm -r build/out/matrix/ROW, or --fresh, starts over); a
-run names the stopped rows it does not run.
+objects stay under build/out/matrix/. A Debian row (DISTRO_ROWS), a
+randconfig one (hours each) or an arm64 one (over an hour) builds in its
+own directory there and keeps a state beside its objects while it
+builds; a run stopped or killed midway is resumed by the next run of
+that row on the same tree (a randconfig row's name comes from --seed:
+the same SEED, or --rows randconfig-0x...), which builds what is
+missing and reports the time of all its runs (rm -r
+build/out/matrix/ROW, or --fresh, starts over); a run names the stopped
+rows it does not run.
 
 Prints the table (built, new W=1 warnings, UNWIND_USER, booted, suite,
 time) and writes it to build/out/matrix/table.md; with every row (no
@@ -118,9 +119,13 @@ ROWS = [
         why="sanitizer calls where objtool checks user access regions"),
     # x86 selects PERF_EVENTS: perf off is tried on arm64, which does not.
     # CoreSight selects PERF_EVENTS: off with it.
+    # arm64's defconfig builds for 59-90 min cold on two cores (2026-11-30
+    # and 12-01), more than a session has beside its other work: its rows
+    # resume (run_row). The shared directory gave them nothing: the second
+    # of them built longer than the first.
     Row("arm64-defconfig-noperf", "arm64", "defconfig",
         {"CORESIGHT": "n", "PERF_EVENTS": "n"}, cross="aarch64-linux-gnu-",
-        package="gcc-aarch64-linux-gnu",
+        package="gcc-aarch64-linux-gnu", resume=True,
         why="arm64 lets PERF_EVENTS go (x86 selects it)"),
     Row("i386-defconfig", "i386", "defconfig", cross="i686-linux-gnu-",
         package="gcc-i686-linux-gnu",
@@ -129,10 +134,10 @@ ROWS = [
     # requests have them on.
     Row("arm64-defconfig", "arm64", "defconfig", {"ARM64_PSEUDO_NMI": "y"},
         cross="aarch64-linux-gnu-", package="gcc-aarch64-linux-gnu",
-        unwind="y"),
+        unwind="y", resume=True),
     Row("arm64-defconfig-nopnmi", "arm64", "defconfig",
         {"ARM64_PSEUDO_NMI": "n"}, cross="aarch64-linux-gnu-",
-        package="gcc-aarch64-linux-gnu", unwind="y",
+        package="gcc-aarch64-linux-gnu", unwind="y", resume=True,
         why="no pseudo-NMIs: PMU samples in IRQ context"),
     Row("riscv64-defconfig", "riscv", "defconfig", cross="riscv64-linux-gnu-",
         package="gcc-riscv64-linux-gnu",
