@@ -268,7 +268,7 @@ def test_a_row_that_resumes_goes_on_where_a_stopped_run_left_it(resuming):
     neither."""
     row, tree, stop, compiled = resuming
     assert all(r.resume for r in matrix.DISTRO_ROWS)
-    # arm64's defconfig rows too (59-90 min cold each)
+    # arm64's defconfig rows too (59-138 min cold each)
     assert all(r.resume for r in matrix.ROWS if r.karch == "arm64")
     stop(True)
     with pytest.raises(SystemExit):

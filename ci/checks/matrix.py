@@ -119,7 +119,7 @@ ROWS = [
         why="sanitizer calls where objtool checks user access regions"),
     # x86 selects PERF_EVENTS: perf off is tried on arm64, which does not.
     # CoreSight selects PERF_EVENTS: off with it.
-    # arm64's defconfig builds for 59-90 min cold on two cores (2026-11-30
+    # arm64's defconfig builds for 59-138 min cold on two cores (2026-11-30
     # and 12-01), more than a session has beside its other work: its rows
     # resume (run_row). The shared directory gave them nothing: the second
     # of them built longer than the first.
