@@ -769,12 +769,17 @@ def harness_trees():
     return out.stdout.split() if out.returncode == 0 else None
 
 
+def result_path(row):
+    """Where ROW's result is kept (doc/matrix/ROW.json)."""
+    return os.path.join(RESULTS, f"{row.name}.json")
+
+
 def cached(row, key, tree=None):
     """ROW's result of an earlier run with the same KEY, or None. A build
     row's result of another commit counts when the sources its build
     reads are the same (kernel_sources, asked of TREE for a result saved
     without them)."""
-    path = os.path.join(RESULTS, f"{row.name}.json")
+    path = result_path(row)
     if key is None or not os.path.exists(path):
         return None
     with open(path) as f:
@@ -802,7 +807,7 @@ def save(row, key, res):
     if key is None:
         return
     os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, f"{row.name}.json"), "w") as f:
+    with open(result_path(row), "w") as f:
         json.dump({"key": key, "date": res["date"],
                    "result": {k: v for k, v in res.items() if k != "row"}},
                   f, indent=1)
@@ -874,7 +879,7 @@ def distro_results(tree):
     found, missing = [], []
     for row in DISTRO_ROWS:
         # nothing saved: nothing to fetch Debian's configuration for
-        if not os.path.exists(os.path.join(RESULTS, f"{row.name}.json")):
+        if not os.path.exists(result_path(row)):
             missing.append(row.name)
             continue
         fetch_start(row)
