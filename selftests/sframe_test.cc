@@ -48,8 +48,6 @@
 
 namespace {
 
-/* Not in glibc's elf.h yet (binutils 2.40 emits it). */
-constexpr uint32_t kPtGnuSframe = 0x6474e554;
 constexpr int kCalls = 200;
 constexpr const char *kWhy =
 	"SFrame: binaries without frame pointers but with .sframe get "
@@ -66,7 +64,7 @@ int sframe_version(const std::string &path)
 	if (!err.empty())
 		return -1;
 	for (const syms::Segment &seg : segs) {
-		if (seg.type != kPtGnuSframe)
+		if (seg.type != syms::kPtGnuSframe)
 			continue;
 		unsigned char pre[4]; /* magic 0xdee2, version, flags */
 		std::ifstream in(path, std::ios::binary);

@@ -59,14 +59,19 @@ EOF
 	chmod +x "$dir/$1/bin/$2"
 }
 
+# probe_asm FILE: a function with CFI in the target's assembly, into FILE
+probe_asm() {
+	case $triplet in
+	aarch64-*) printf '\t.text\nf:\n\t.cfi_startproc\n\tstp x29, x30, [sp, -16]!\n\t.cfi_def_cfa_offset 16\n\t.cfi_offset 29, -16\n\t.cfi_offset 30, -8\n\tldp x29, x30, [sp], 16\n\t.cfi_restore 30\n\t.cfi_restore 29\n\t.cfi_def_cfa_offset 0\n\tret\n\t.cfi_endproc\n' ;;
+	*) printf '\t.text\nf:\n\t.cfi_startproc\n\tpush %%rbx\n\t.cfi_adjust_cfa_offset 8\n\tpop %%rbx\n\t.cfi_adjust_cfa_offset -8\n\tret\n\t.cfi_endproc\n' ;;
+	esac >"$1"
+}
+
 # sframe_version SUITE: the SFrame version the suite's as writes
 sframe_version() {
 	local tmp
 	tmp=$(mktemp -d)
-	case $triplet in
-	aarch64-*) printf '\t.text\nf:\n\t.cfi_startproc\n\tstp x29, x30, [sp, -16]!\n\t.cfi_def_cfa_offset 16\n\t.cfi_offset 29, -16\n\t.cfi_offset 30, -8\n\tldp x29, x30, [sp], 16\n\t.cfi_restore 30\n\t.cfi_restore 29\n\t.cfi_def_cfa_offset 0\n\tret\n\t.cfi_endproc\n' ;;
-	*) printf '\t.text\nf:\n\t.cfi_startproc\n\tpush %%rbx\n\t.cfi_adjust_cfa_offset 8\n\tpop %%rbx\n\t.cfi_adjust_cfa_offset -8\n\tret\n\t.cfi_endproc\n' ;;
-	esac >"$tmp/f.s"
+	probe_asm "$tmp/f.s"
 	"$dir/$1/bin/as" --gsframe -o "$tmp/f.o" "$tmp/f.s" &&
 		"$(arch CROSS_COMPILE)objcopy" -O binary --only-section=.sframe "$tmp/f.o" "$tmp/f.sframe" &&
 		od -An -tu1 -j2 -N1 "$tmp/f.sframe" | tr -d ' '
@@ -103,7 +108,55 @@ for entry in "${SUITES[@]}"; do
 	echo "binutils $ver ($suite), SFrame version $got" >"$dir/$suite/version"
 done
 
-for entry in "${SUITES[@]}"; do
+# mold, Debian sid's: a linker other than GNU ld, for a library laid out
+# as mold and lld lay them out by default (sframe_mm_test): the text
+# segment starts inside the file page that ends the read-only segment
+# before it, one page further on in memory, so that page is mapped twice.
+# It writes PT_GNU_SFRAME for SHT_GNU_SFRAME input (sid's as). One amd64
+# program links for every target: DIR/mold/bin/ld.mold, for gcc
+# -fuse-ld=mold -B DIR/mold/bin/. DIR/mold/version names it once a link
+# of sid's as output showed both the section's header and that layout.
+mold_layout() {
+	local tmp type off rest sframe="" inside=""
+	tmp=$(mktemp -d)
+	probe_asm "$tmp/f.s"
+	if "$dir/sid/bin/as" --gsframe -o "$tmp/f.o" "$tmp/f.s" &&
+		"$dir/mold/bin/ld.mold" -shared -o "$tmp/f.so" "$tmp/f.o" &&
+		"$(arch CROSS_COMPILE)readelf" -lW "$tmp/f.so" >"$tmp/ph"; then
+		# "LOAD 0x0003c0 VADDR PADDR FILESZ MEMSZ R E 0x1000"
+		while read -r type off rest; do
+			[ "$type" = GNU_SFRAME ] && sframe=1
+			[ "$type" = LOAD ] && [[ $rest == *"E 0x"* ]] &&
+				((off % 4096)) && inside=1
+		done <"$tmp/ph"
+	fi
+	rm -rf "$tmp"
+	[ -n "$sframe" ] && [ -n "$inside" ]
+}
+
+if [ -s "$dir/sid/version" ] && { [ -n "${TOOLCHAINS_REFRESH:-}" ] ||
+	! [ -s "$dir/mold/version" ] ||
+	! "$dir/mold/bin/ld.mold" --version >/dev/null 2>&1; }; then
+	rm -rf "${dir:?}/mold"
+	mkdir -p "$dir/mold/bin"
+	log "toolchains: fetching Debian sid's mold"
+	if ! bash "$ROOT/ci/build/fetch-deb.sh" --libs sid "$dir/mold/root" mold \
+		>"$dir/mold.log" 2>&1; then
+		warn "toolchains: could not fetch sid's mold ($dir/mold.log): sframe_lib_mold.so is not built"
+		rm -rf "${dir:?}/mold"
+	else
+		wrapper mold ld.mold mold
+		ver=$(sed -n 's/^mold //p' "$dir/mold/root/versions")
+		if mold_layout; then
+			echo "mold $ver (sid), PT_GNU_SFRAME, text inside the read-only segment's last file page" >"$dir/mold/version"
+		else
+			warn "toolchains: sid's mold ($ver) did not write PT_GNU_SFRAME with the text starting inside a page: sframe_lib_mold.so is not built"
+			rm -rf "${dir:?}/mold"
+		fi
+	fi
+fi
+
+for entry in "${SUITES[@]}" mold:; do
 	suite=${entry%%:*}
 	[ -s "$dir/$suite/version" ] && log "toolchains: $(cat "$dir/$suite/version")${triplet:+ for $triplet}"
 done
