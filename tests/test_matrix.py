@@ -691,12 +691,22 @@ def test_a_run_names_the_stopped_rows_it_does_not_resume(tmp_path,
     gigabytes of objects to resume: the run that does not pick it names
     it."""
     monkeypatch.setattr(matrix, "OUT", str(tmp_path))
-    for name in ("randconfig-0x1", "randconfig-0x2", "obj"):
+    monkeypatch.setattr(matrix, "tree_content", lambda tree, c: "T1")
+    for name in ("randconfig-0x1", "randconfig-0x2", "randconfig-0x3",
+                 "randconfig-0x4", "obj"):
         (tmp_path / name).mkdir()
-    (tmp_path / "randconfig-0x1" / "resume.json").write_text("{}")
-    (tmp_path / "randconfig-0x2" / "resume.json").write_text("{}")
+    state = {"seconds": 5, "key": {"content": "T1"}}
+    for name in ("randconfig-0x1", "randconfig-0x2"):
+        (tmp_path / name / "resume.json").write_text(json.dumps(state))
+    # objects of another tree: a run of the row starts over
+    state["key"]["content"] = "T0"
+    (tmp_path / "randconfig-0x3" / "resume.json").write_text(
+        json.dumps(state))
+    (tmp_path / "randconfig-0x4" / "resume.json").write_text("{")
     rows = [matrix.randconfig_row(2)]
-    assert matrix.stopped_elsewhere(rows) == ["randconfig-0x1"]
+    assert matrix.stopped_elsewhere(rows, "tree") == [
+        ("randconfig-0x1", True), ("randconfig-0x3", False),
+        ("randconfig-0x4", False)]
 
 
 def test_w1_compiles_again_an_object_a_stopped_run_compiled_at_w1(

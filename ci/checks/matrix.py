@@ -859,17 +859,31 @@ def pick(names, randconfigs, seed):
     return out, False
 
 
-def stopped_elsewhere(rows):
-    """The rows not among ROWS whose stopped runs left objects to resume
-    (a resume.json in OUT/ROW): a randconfig row of another SEED, a
-    Debian row not named."""
+def stopped_elsewhere(rows, tree):
+    """The rows not among ROWS whose stopped runs left objects (a
+    resume.json in OUT/ROW): a randconfig row of another SEED, a Debian
+    row not named; each with whether they are of TREE's content (else a
+    run of the row starts over: resumed())."""
     names = {r.name for r in rows}
     try:
         dirs = sorted(os.listdir(OUT))
     except OSError:
         return []
-    return [n for n in dirs if n not in names and
-            os.path.exists(os.path.join(OUT, n, "resume.json"))]
+    content = tree_content(tree, "HEAD")
+    found = []
+    for n in dirs:
+        if n in names:
+            continue
+        try:
+            with open(os.path.join(OUT, n, "resume.json")) as f:
+                key = json.load(f)["key"]
+        except OSError:
+            continue
+        except (ValueError, KeyError, TypeError):
+            key = {}
+        found.append((n, isinstance(key, dict) and
+                      key.get("content") == content))
+    return found
 
 
 def distro_results(tree):
@@ -945,9 +959,13 @@ def main(argv=None):
     if whole:
         log(f"randconfig rows of SEED={seed}: make matrix SEED={seed} "
             "draws them again (and resumes them)")
-    for name in stopped_elsewhere(rows):
-        log(f"{name}: a stopped run's objects in {OUT}/{name}: make "
-            f"matrix ROWS={name} resumes it, rm -r frees them")
+    for name, same in stopped_elsewhere(rows, tree):
+        if same:
+            log(f"{name}: a stopped run's objects in {OUT}/{name}: make "
+                f"matrix ROWS={name} resumes it, rm -r frees them")
+        else:
+            log(f"{name}: a stopped run's objects of another tree in "
+                f"{OUT}/{name}: a run of it starts over, rm -r frees them")
     sources = series_files(tree)
     base = base_tree(tree)
     results = []
