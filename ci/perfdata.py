@@ -67,6 +67,7 @@ CONTEXT_USER_DEFERRED = (1 << 64) - 640
 ATTR_DISABLED = 1 << 0
 ATTR_FREQ = 1 << 10
 ATTR_SAMPLE_ID_ALL = 1 << 18
+ATTR_EXCLUDE_CALLCHAIN_USER = 1 << 22
 ATTR_DEFER_CALLCHAIN = 1 << 38
 ATTR_DEFER_OUTPUT = 1 << 39
 
@@ -267,7 +268,8 @@ def callchain_deferred_of(sample_type, pid, tid, time, cookie, user_ips, ident=0
                    body + trailer_of(sample_type, pid, tid, time, ident, cpu))
 
 
-def write(path, records, attrs=None, features=(), pipe=False, ids=None):
+def write(path, records, attrs=None, features=(), pipe=False, ids=None,
+          end=HEADER_LAST_FEATURE_612):
     """Write a perf.data file: ATTRS (default one attr()), the RECORDS
     (bytes each) and the feature bits FEATURES, each with an empty
     section, or a dict of feature bit -> section contents.  IDS: a list of sample ids per attr (none by default: with
@@ -275,14 +277,14 @@ def write(path, records, attrs=None, features=(), pipe=False, ids=None):
     record -o -' writes instead: a 16-byte header, a
     PERF_RECORD_HEADER_ATTR record per attr with its ids, a
     PERF_RECORD_HEADER_FEATURE per feature of a dict and their end
-    marker, then the records."""
+    marker END (6.12's; a newer perf's is larger), then the records."""
     attrs = attrs or [attr()]
     ids = ids or [[] for _ in attrs]
     if not isinstance(features, dict):
         features = {f: b"" for f in features}
     if pipe:
         feats = [feature_record(f, d) for f, d in sorted(features.items())]
-        feats += [feature_record(HEADER_LAST_FEATURE_612)] if feats else []
+        feats += [feature_record(end)] if feats else []
         with open(path, "wb") as f:
             f.write(MAGIC + struct.pack("<Q", 16))
             f.write(b"".join(_record(RECORD_HEADER_ATTR, 0, a + struct.pack(

@@ -293,6 +293,73 @@ def test_recording_without_deferred_callchains_is_refused(tmp_path, pipe):
                      r"nor DWARF \(--call-graph dwarf\) user callchains", r.stderr), r.stderr
 
 
+# Two events told apart by their sample identifier: 11 defers, 22 has no
+# user callchain to convert.
+ST_ID = pd.SAMPLE_TYPE | pd.SAMPLE_IDENTIFIER
+NO_USER_CHAIN = {
+    # a tracepoint's call-graph=no beside --call-graph fp,defer
+    "no callchain": pd.attr(sample_type=ST_ID & ~pd.SAMPLE_CALLCHAIN,
+                            flags=pd.ATTR_SAMPLE_ID_ALL),
+    # --kernel-callchains: exclude_callchain_user
+    "kernel callchain": pd.attr(sample_type=ST_ID, flags=pd.ATTR_SAMPLE_ID_ALL |
+                                pd.ATTR_EXCLUDE_CALLCHAIN_USER),
+}
+
+
+@pytest.mark.parametrize("pipe", [False, True])
+@pytest.mark.parametrize("second", NO_USER_CHAIN)
+def test_events_without_a_user_callchain_pass_through(tmp_path, second, pipe):
+    """An event with no user callchain beside a deferring one made the
+    whole recording refused as having "neither deferred nor DWARF user
+    callchains"; its samples have nothing to convert and go through byte
+    for byte, the deferring event's are converted."""
+    attr = NO_USER_CHAIN[second]
+    st = struct.unpack_from("<Q", attr, 24)[0]
+    deferred = [pd.CONTEXT_KERNEL] + pd.KERNEL_IPS + [pd.CONTEXT_USER_DEFERRED, 0x1001]
+    other = pd.sample_of(st, 100, 100, 6, KERNEL_CHAIN, ident=22)
+    recs = [pd._record(pd.RECORD_COMM, 0, struct.pack("<II", 100, 100) + b"t0\0\0\0\0\0\0" +
+                       pd.trailer_of(ST_ID, 100, 100, 1, 11)),
+            pd.sample_of(ST_ID, 100, 100, 5, deferred, ident=11), other,
+            pd.callchain_deferred_of(ST_ID, 100, 100, 7, 0x1001, pd.USER_IPS, ident=11)]
+    src = str(tmp_path / ("two.pipe" if pipe else "two.data"))
+    pd.write(src, recs, attrs=[pd.attr(sample_type=ST_ID), attr], ids=[[11], [22]], pipe=pipe)
+    out = str(tmp_path / "out.data")
+    r = convert(src, out)
+    assert r.returncode == 0, r.stderr
+    samples = [rec for rec in pd.read(out)[2] if pd.record_type(rec) == pd.RECORD_SAMPLE]
+    assert len(samples) == 2, samples
+    by_id = {struct.unpack_from("<Q", rec, 8)[0]: rec for rec in samples}
+    assert by_id[22] == other
+    assert list(pd.parse_sample(ST_ID, by_id[11])["callchain"]) == MERGED_CHAIN
+
+
+# perf 7.2's pipe: three features this perf does not know and its end
+# marker (test_perf_tools.py's test_pipe_with_newer_features_is_read).
+NEWER_FEATURES = {32: struct.pack("<QQ", 1, 0), 33: struct.pack("<II", 62, 0),
+                  34: struct.pack("<Q", 64)}
+
+
+@pytest.mark.parametrize("name", ["ours", "perf-6.1", "perf-6.12", "perf-7.2"])
+def test_newer_perfs_features_are_not_piped_on(tmp_path, name, request):
+    """Converted pipe to pipe, perf 7.2's features went through with its
+    end marker, and perf report 6.1 and 6.12 stopped at the second of
+    them ("wrong feature ID: 33"), with no sample shown and exit status
+    0. Each reader prints the stacks our perf prints of the original,
+    and the output ends its features with this perf's marker, none past
+    it."""
+    cmd = reader_command(name, request)
+    src = str(tmp_path / "newer.pipe")
+    pd.deferred_recording(src, features={**FEATURES, **NEWER_FEATURES}, pipe=True,
+                          end=pd.HEADER_LAST_FEATURE_72, **RECORDING)
+    out = str(tmp_path / "converted.pipe")
+    r = convert(src, out)
+    assert r.returncode == 0, r.stderr
+    assert stacks(name, cmd, out, tmp_path) == stacks("ours", [PERF], src, tmp_path)
+    feats = [struct.unpack_from("<Q", rec, 8)[0] for rec in pd.read(out)[2]
+             if pd.record_type(rec) == pd.RECORD_HEADER_FEATURE]
+    assert feats and feats[-1] == max(feats) == pd.HEADER_LAST_FEATURE_612, feats
+
+
 @pytest.mark.parametrize("opt", ["-b", "-B", "--buildid-all", "--mmap2-buildid-all",
                                  "-s", "-j"])
 def test_options_writing_samples_their_own_way_are_refused(tmp_path, opt):

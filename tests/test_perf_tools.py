@@ -133,6 +133,25 @@ def test_sample_without_record_shows_cookie_and_is_counted(tmp_path):
     assert "1 samples without a deferred callchain" in r.stderr
 
 
+@pytest.mark.parametrize("first", [True, False])
+def test_record_before_its_sample_is_kept(tmp_path, first):
+    """A record that comes before its sample (stamped later on another
+    CPU, or read unordered) merged with it through the thread's last
+    record, except when it was the data's first deferred event: then
+    nothing was kept, and the sample went without its user part."""
+    path = str(tmp_path / "early.data")
+    recs = [pd.comm(100, 100, "t0", 1), pd.comm(101, 101, "t1", 2)]
+    if not first:
+        recs += [pd.deferred_sample(101, 101, 3, pd.KERNEL_IPS, 0x1002),
+                 pd.callchain_deferred(101, 101, 4, 0x1002, pd.USER_IPS)]
+    recs += [pd.callchain_deferred(100, 100, 5, 0x1001, pd.USER_IPS),
+             pd.deferred_sample(100, 100, 6, pd.KERNEL_IPS, 0x1001)]
+    pd.write(path, recs)
+    r = perf("script", "-i", path, "-F", "tid,ip")
+    assert [ips for _, ips in addresses(r.stdout)] == \
+        [pd.KERNEL_IPS + pd.USER_IPS] * (1 if first else 2), r.stdout
+
+
 def test_older_entry_released_when_a_newer_record_comes(tmp_path):
     """Thread 100's first entry lost its record: its samples come out
     unmerged when the second entry's record arrives; thread 101's, whose
@@ -325,18 +344,23 @@ def test_config4_of_a_generic_event_is_ignored(tmp_path, pipe, size):
 
 
 @pytest.mark.parametrize("pipe", [False, True])
-def test_config4_of_a_pmu_event_is_refused_clearly(tmp_path, pipe):
+@pytest.mark.parametrize("ptype", [9, 4])
+def test_config4_of_a_pmu_event_is_refused_clearly(tmp_path, pipe, ptype):
+    """A PMU's own type (9 here), or PERF_TYPE_RAW (4), the CPU PMU's raw
+    config, whose format may use config4: 4 was taken for a generic type
+    and its config4 ignored."""
     if pipe:
         path = str(tmp_path / "pmu.pipe")
         pd.write(path, [pd.comm(100, 100, "t0", 1)],
-                 attrs=[pd.attr(size=pd.ATTR_SIZE_612 + 8, extra=CONFIG4, type=9)], pipe=True)
+                 attrs=[pd.attr(size=pd.ATTR_SIZE_612 + 8, extra=CONFIG4, type=ptype)],
+                 pipe=True)
         r = perf_stdin(path, "script")
     else:
-        path = newer_file(tmp_path, attr_size=pd.ATTR_SIZE_612 + 8, extra=CONFIG4, type=9)
+        path = newer_file(tmp_path, attr_size=pd.ATTR_SIZE_612 + 8, extra=CONFIG4, type=ptype)
         r = perf("script", "-i", path, check=False)
     assert r.returncode != 0, r.stderr
-    assert ("An event of PMU type 9 sets perf_event_attr.config4 (0x1234), part of its "
-            "config that this perf does not know") in r.stderr, r.stderr
+    assert (f"An event of PMU type {ptype} sets perf_event_attr.config4 (0x1234), part of "
+            "its config that this perf does not know") in r.stderr, r.stderr
 
 
 def test_unknown_feature_bits_are_ignored(tmp_path):
@@ -815,6 +839,24 @@ def test_per_event_term_keeps_defer(tmp_path, term, deferred):
     assert ("defer_callchain" in first) == deferred, first
     if not deferred:
         assert "user callchains not deferred (fp only)" in r.stderr, r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("term", ["call-graph=fp", "max-stack=8"])
+def test_term_deferring_by_the_perfconfig_has_the_records_written(tmp_path, term):
+    """record-mode = fp,defer in the perfconfig and no -g: an event's own
+    call-graph=fp or max-stack= term deferred its user callchains, but
+    defer_output followed -g alone, so no event received the records and
+    every sample lost its user stack. Here the event is also the
+    tracking one: the first attr printed must ask for both."""
+    home = perfconfig_home(tmp_path, "[call-graph]\n\trecord-mode = fp,defer\n")
+    r = subprocess.run([PERF, "record", "-vv", "-o", str(tmp_path / "t.data"),
+                        "-e", f"cpu-clock/{term}/", "--", "true"],
+                       capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "HOME": home})
+    first = r.stderr.split("sys_perf_event_open")[0]
+    assert "perf_event_attr:" in first, r.stderr[-2000:]
+    assert "defer_callchain" in first, first
+    assert "defer_output" in first, first
 
 
 # Compressed data ('perf record -z'): 7.x writes PERF_RECORD_COMPRESSED2,
