@@ -22,10 +22,10 @@ struct Symbol {
 /* Function symbols of an ELF file; empty on error (err says why). */
 std::vector<Symbol> load(const std::string &path, std::string *err);
 
-/* A program header of an ELF64 or ELF32 file. */
-/* Not in bookworm's glibc elf.h (binutils 2.40 emits it). */
+/* PT_GNU_SFRAME: not in bookworm's glibc elf.h (binutils 2.40 emits it). */
 constexpr uint32_t kPtGnuSframe = 0x6474e554;
 
+/* A program header of an ELF64 or ELF32 file. */
 struct Segment {
 	uint32_t type = 0, flags = 0;
 	uint64_t offset = 0, vaddr = 0, memsz = 0;
