@@ -55,6 +55,9 @@ HEADER_COMPRESSED = 27
 HEADER_LAST_FEATURE_612 = 32
 # 7.2's features past 6.12's: CPU_DOMAIN_INFO, E_MACHINE, CLN_SIZE
 HEADER_LAST_FEATURE_72 = 35
+# ... with contents as 7.2's perf record writes them
+FEATURES_72 = {32: struct.pack("<QQ", 1, 0), 33: struct.pack("<II", 62, 0),
+               34: struct.pack("<Q", 64)}
 
 MISC_KERNEL = 1
 MISC_USER = 2

@@ -333,23 +333,17 @@ def test_events_without_a_user_callchain_pass_through(tmp_path, second, pipe):
     assert list(pd.parse_sample(ST_ID, by_id[11])["callchain"]) == MERGED_CHAIN
 
 
-# perf 7.2's pipe: three features this perf does not know and its end
-# marker (test_perf_tools.py's test_pipe_with_newer_features_is_read).
-NEWER_FEATURES = {32: struct.pack("<QQ", 1, 0), 33: struct.pack("<II", 62, 0),
-                  34: struct.pack("<Q", 64)}
-
-
 @pytest.mark.parametrize("name", ["ours", "perf-6.1", "perf-6.12", "perf-7.2"])
 def test_newer_perfs_features_are_not_piped_on(tmp_path, name, request):
-    """Converted pipe to pipe, perf 7.2's features went through with its
-    end marker, and perf report 6.1 and 6.12 stopped at the second of
-    them ("wrong feature ID: 33"), with no sample shown and exit status
-    0. Each reader prints the stacks our perf prints of the original,
-    and the output ends its features with this perf's marker, none past
-    it."""
+    """perf 7.2's pipe holds three features this perf does not know and
+    its end marker. Converted pipe to pipe, they went through, and perf
+    report 6.1 and 6.12 stopped at the second of them ("wrong feature
+    ID: 33"), with no sample shown and exit status 0. Each reader prints
+    the stacks our perf prints of the original, and the output ends its
+    features with this perf's marker, none past it."""
     cmd = reader_command(name, request)
     src = str(tmp_path / "newer.pipe")
-    pd.deferred_recording(src, features={**FEATURES, **NEWER_FEATURES}, pipe=True,
+    pd.deferred_recording(src, features={**FEATURES, **pd.FEATURES_72}, pipe=True,
                           end=pd.HEADER_LAST_FEATURE_72, **RECORDING)
     out = str(tmp_path / "converted.pipe")
     r = convert(src, out)

@@ -371,11 +371,6 @@ def test_unknown_feature_bits_are_ignored(tmp_path):
     assert "feature 40 of a newer perf" in r.stderr
 
 
-# perf 7.2's features past 6.12's, as its perf record writes them.
-NEWER_FEATURES = {32: struct.pack("<QQ", 1, 0), 33: struct.pack("<II", 62, 0),
-                  34: struct.pack("<Q", 64)}
-
-
 @pytest.mark.parametrize("out", ["file", "pipe"])
 @pytest.mark.parametrize("opts", [[], ["--convert-callchain"]])
 def test_inject_of_a_file_with_newer_features(tmp_path, opts, out):
@@ -384,7 +379,7 @@ def test_inject_of_a_file_with_newer_features(tmp_path, opts, out):
     features and died of SIGSEGV, into a file or a pipe. They are left
     out, ours kept, and the stacks read as before."""
     path = newer_file(tmp_path, features={pd.HEADER_HOSTNAME: pd.perf_string("crafted"),
-                                          **NEWER_FEATURES})
+                                          **pd.FEATURES_72})
     dest = str(tmp_path / ("out.pipe" if out == "pipe" else "out.data"))
     r = subprocess.run([PERF, "inject", *opts, "-i", path, "-o", "-" if out == "pipe" else dest],
                        capture_output=True, timeout=120, env={**os.environ, "HOME": "/nonexistent"})
@@ -971,10 +966,8 @@ def test_pipe_with_newer_features_is_read(tmp_path):
     and its end marker 35 as PERF_RECORD_HEADER_FEATURE records; perf
     report took 32 for the end marker and failed on 33."""
     path = str(tmp_path / "newer-features.pipe")
-    feats = [pd.feature_record(32, struct.pack("<QQ", 1, 0)),
-             pd.feature_record(33, struct.pack("<II", 62, 0)),
-             pd.feature_record(34, struct.pack("<Q", 64)),
-             pd.feature_record(pd.HEADER_LAST_FEATURE_72)]
+    feats = [pd.feature_record(f, d) for f, d in pd.FEATURES_72.items()]
+    feats += [pd.feature_record(pd.HEADER_LAST_FEATURE_72)]
     pd.write(path, feats + [pd.comm(100, 100, "t0", 1),
                             pd.deferred_sample(100, 100, 5, pd.KERNEL_IPS, 0x1001),
                             pd.callchain_deferred(100, 100, 6, 0x1001, pd.USER_IPS)],
