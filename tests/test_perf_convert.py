@@ -331,6 +331,26 @@ def test_events_without_a_user_callchain_pass_through(tmp_path, second, pipe):
     by_id = {struct.unpack_from("<Q", rec, 8)[0]: rec for rec in samples}
     assert by_id[22] == other
     assert list(pd.parse_sample(ST_ID, by_id[11])["callchain"]) == MERGED_CHAIN
+    assert NOTHING_CONVERTED not in r.stderr, r.stderr
+
+
+NOTHING_CONVERTED = "no event has deferred or DWARF user callchains"
+
+
+@pytest.mark.parametrize("pipe", [False, True])
+def test_recording_without_user_callchains_is_written_as_recorded_and_said(tmp_path, pipe):
+    """With no event that has user callchains (--kernel-callchains
+    alone), the conversion is the recording as it was: said, so that a
+    wrong file does not pass for a converted one (before, silent)."""
+    sample = pd.sample_of(pd.SAMPLE_TYPE, 100, 100, 5, KERNEL_CHAIN)
+    src = str(tmp_path / ("kernel.pipe" if pipe else "kernel.data"))
+    pd.write(src, [pd.comm(100, 100, "t0", 1), sample], pipe=pipe,
+             attrs=[pd.attr(flags=pd.ATTR_SAMPLE_ID_ALL | pd.ATTR_EXCLUDE_CALLCHAIN_USER)])
+    out = str(tmp_path / "out.data")
+    r = convert(src, out)
+    assert r.returncode == 0, r.stderr
+    assert NOTHING_CONVERTED in r.stderr, r.stderr
+    assert [rec for rec in pd.read(out)[2] if pd.record_type(rec) == pd.RECORD_SAMPLE] == [sample]
 
 
 @pytest.mark.parametrize("name", ["ours", "perf-6.1", "perf-6.12", "perf-7.2"])
