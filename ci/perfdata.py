@@ -100,11 +100,13 @@ def id_trailer(pid, tid, time):
     return struct.pack("<IIQ", pid, tid, time)
 
 
-def comm(pid, tid, name, time):
+def comm(pid, tid, name, time, trailer=None):
+    """A PERF_RECORD_COMM with the trailer of SAMPLE_TYPE, or TRAILER
+    (trailer_of() another event's)."""
     name = name.encode()[:15] + b"\0"
     name = name.ljust((len(name) + 7) // 8 * 8, b"\0")
     return _record(RECORD_COMM, 0, struct.pack("<II", pid, tid) + name +
-                   id_trailer(pid, tid, time))
+                   (id_trailer(pid, tid, time) if trailer is None else trailer))
 
 
 def mmap(pid, tid, start, length, pgoff, filename, time):

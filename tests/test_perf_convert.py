@@ -222,8 +222,7 @@ def test_other_sample_fields_are_kept_byte_for_byte(tmp_path, out_kind):
     samples = [pd.sample_of(st, 100, 100, 5 + i, chain, ident=11, cpu=i,
                             raw=bytes(range(i, i + 12))) for i in range(3)]
     src = str(tmp_path / "two-events.data")
-    pd.write(src, [pd._record(pd.RECORD_COMM, 0, struct.pack("<II", 100, 100) +
-                              b"t0\0\0\0\0\0\0" + pd.trailer_of(st, 100, 100, 1, 11)),
+    pd.write(src, [pd.comm(100, 100, "t0", 1, pd.trailer_of(st, 100, 100, 1, 11)),
                    *samples,
                    pd.callchain_deferred_of(st, 100, 100, 9, 0x1001, pd.USER_IPS, ident=11)],
              attrs=[pd.attr(sample_type=st),
@@ -317,8 +316,7 @@ def test_events_without_a_user_callchain_pass_through(tmp_path, second, pipe):
     st = struct.unpack_from("<Q", attr, 24)[0]
     deferred = [pd.CONTEXT_KERNEL] + pd.KERNEL_IPS + [pd.CONTEXT_USER_DEFERRED, 0x1001]
     other = pd.sample_of(st, 100, 100, 6, KERNEL_CHAIN, ident=22)
-    recs = [pd._record(pd.RECORD_COMM, 0, struct.pack("<II", 100, 100) + b"t0\0\0\0\0\0\0" +
-                       pd.trailer_of(ST_ID, 100, 100, 1, 11)),
+    recs = [pd.comm(100, 100, "t0", 1, pd.trailer_of(ST_ID, 100, 100, 1, 11)),
             pd.sample_of(ST_ID, 100, 100, 5, deferred, ident=11), other,
             pd.callchain_deferred_of(ST_ID, 100, 100, 7, 0x1001, pd.USER_IPS, ident=11)]
     src = str(tmp_path / ("two.pipe" if pipe else "two.data"))

@@ -597,9 +597,8 @@ def mixed_trailers(path, first, second, record_nr=None, record_ips=pd.USER_IPS):
     """Two events, ids 11 (sample type FIRST) and 22 (SECOND); event 22
     samples thread 100 and writes the deferred record, whose nr may claim
     RECORD_NR addresses."""
-    # comm() writes the trailer of pd.SAMPLE_TYPE: this one is FIRST's.
-    recs = [pd._record(pd.RECORD_COMM, 0, struct.pack("<II", 100, 100) + b"t0\0\0\0\0\0\0" +
-                       pd.trailer_of(first, 100, 100, 1, 11))]
+    # The COMM's trailer is FIRST's, not pd.SAMPLE_TYPE's.
+    recs = [pd.comm(100, 100, "t0", 1, pd.trailer_of(first, 100, 100, 1, 11))]
     chain = [pd.CONTEXT_KERNEL] + pd.KERNEL_IPS + [pd.CONTEXT_USER_DEFERRED, 0x1001]
     recs += [pd.sample_of(first, 100, 100, 5, chain, ident=11),
              pd.sample_of(second, 100, 100, 6, chain, ident=22),
