@@ -335,6 +335,179 @@ TEST(RightStack, UprobeDeferredChainIsTheProbedStack)
 	EXPECT_EQ(c.deferred, c.hits) << c.describe();
 }
 
+/* ---- uprobe at a function's entry ------------------------------------- */
+
+/*
+ * A uprobe at the first instruction of re_probed stops it before its
+ * prologue stored the frame record: the frame pointer is still
+ * re_caller's, the return address into re_caller is in the word at the
+ * stack pointer (x86) or in the link register (arm64). A chain that
+ * follows the frame pointer alone goes from re_probed to re_outer and
+ * loses re_caller, the function that made the call. The truth is the
+ * program's own: re_probed, then re_caller, then re_outer.
+ *
+ * With uretprobes on re_probed (the same hit adds its instance after the
+ * sample's handler ran) and on re_caller (pending under every hit), each
+ * of the two return addresses is the trampoline on the stack by the time
+ * the deferred walk runs, and each must come back as its own caller.
+ */
+extern "C" __attribute__((noinline, noclone)) long re_probed(long x)
+{
+	work::work_not_a_leaf();
+	return x + 1;
+}
+
+extern "C" __attribute__((noinline)) long re_caller(int n)
+{
+	long sum = 0;
+	for (int i = 0; i < n; i++)
+		sum += re_probed(i);
+	__asm__ volatile("" ::: "memory");
+	return sum;
+}
+
+extern "C" __attribute__((noinline)) long re_outer(int n)
+{
+	long sum = re_caller(n);
+	__asm__ volatile("" ::: "memory");
+	return sum;
+}
+
+/* A uretprobe on fn of this program, on this task: 0 or -errno. */
+int open_uretprobe(session::Session *s, const syms::Symbol &fn,
+		   const std::string &path)
+{
+	perf_event_attr a{};
+	a.size = sizeof(a);
+	if (!perf::uprobe_attr(path.c_str(), fn.file_offset, true, &a))
+		return -ENOENT;
+	return s->open_attr(a, 0, -1, 0);
+}
+
+/* Each chain of the deferred event (buffer 0): re_probed's entry, then
+ * re_caller and re_outer; the text of the first mismatch, if any. */
+std::string check_entry_chains(const session::Session &s, size_t hits)
+{
+	const auto &symbols = syms::self();
+	const syms::Symbol *names[] = { syms::find(symbols, "re_probed"),
+					syms::find(symbols, "re_caller"),
+					syms::find(symbols, "re_outer") };
+	std::string err;
+	std::map<uint64_t, std::vector<uint64_t>> recs;
+	for (const perf::DeferredCallchain &d : s.deferred(0, &err))
+		recs.emplace(d.cookie, d.ips);
+	size_t ok = 0, n = 0;
+	std::string bad;
+	for (const perf::Sample &smp : s.samples(0, &err)) {
+		perf::SplitChain c = perf::split_callchain(smp.callchain);
+		auto it = recs.find(c.cookie);
+		if (!c.deferred || it == recs.end())
+			continue;
+		n++;
+		const std::vector<uint64_t> &ips = it->second;
+		bool good = ips.size() >= 3 && ips[0] == names[0]->start;
+		for (size_t i = 1; good && i < 3; i++)
+			good = names[i]->contains(ips[i] - 1);
+		if (good)
+			ok++;
+		else if (bad.empty())
+			bad = syms::chain_str(ips, symbols, 4);
+	}
+	if (!err.empty())
+		return err;
+	printf("# %zu of %zu deferred chains are re_probed, re_caller, "
+	       "re_outer\n", ok, n);
+	if (n < hits)
+		return std::to_string(n) + " deferred chains for " +
+		       std::to_string(hits) + " hits";
+	if (ok != n)
+		return std::to_string(n - ok) + " chains are not re_probed, "
+		       "re_caller, re_outer; e.g. " + bad;
+	return "";
+}
+
+void check_uprobe_at_entry(bool uretprobes)
+{
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+	if (access(kUprobePmu, F_OK))
+		GTEST_SKIP() << "no uprobe PMU (CONFIG_UPROBE_EVENTS)";
+	const auto &symbols = syms::self();
+	const syms::Symbol *fn = syms::find(symbols, "re_probed");
+	const syms::Symbol *caller = syms::find(symbols, "re_caller");
+	ASSERT_NE(fn, nullptr) << "re_probed not in /proc/self/exe";
+	ASSERT_NE(caller, nullptr) << "re_caller not in /proc/self/exe";
+	ASSERT_NE(syms::find(symbols, "re_outer"), nullptr);
+	std::string path = work::self_path();
+	ASSERT_FALSE(path.empty());
+	int type = atoi(work::read_file(std::string(kUprobePmu) + "/type")
+				.c_str());
+
+	session::Session s;
+	session::Options o;
+	o.type = type;
+	o.config = 0;
+	o.period = 1;
+	for (int deferred = 1; deferred >= 0; deferred--) {
+		o.defer_callchain = o.defer_output = deferred;
+		perf_event_attr a = session::make_attr(o);
+		a.config1 = (uint64_t)(uintptr_t)path.c_str(); /* uprobe_path */
+		a.config2 = fn->file_offset;		       /* probe_offset */
+		int r = s.open_attr(a, 0, -1, 256);
+		ASSERT_EQ(r, 0) << "uprobe on " << path << "+"
+				<< fn->file_offset << ": " << strerror(-r);
+	}
+	if (uretprobes) {
+		ASSERT_EQ(open_uretprobe(&s, *fn, path), 0);
+		ASSERT_EQ(open_uretprobe(&s, *caller, path), 0);
+	}
+	constexpr int kHits = 200;
+	s.enable();
+	long sum = re_outer(kHits);
+	s.disable();
+	s.drain();
+	ASSERT_EQ(sum, (long)kHits * (kHits + 1) / 2);
+	std::string err;
+	Compared c = compare(s, 0, 1, &err);
+	ASSERT_TRUE(err.empty()) << err;
+	printf("# uprobe at re_probed's entry%s: %s\n",
+	       uretprobes ? ", uretprobes on re_probed and re_caller" : "",
+	       c.describe().c_str());
+	expect_all_match(s, c, kHits);
+	EXPECT_EQ(c.deferred, c.hits) << c.describe();
+	std::string bad = check_entry_chains(s, kHits);
+	EXPECT_TRUE(bad.empty()) << bad;
+	if (uretprobes) {
+		/* A uretprobe that did not fire proves nothing: count them
+		 * (the value, then PERF_FORMAT_LOST's count) */
+		uint64_t fired[2][2] = {};
+		for (size_t i = 0; i < 2; i++)
+			ASSERT_EQ(read(s.event(2 + i).fd(), fired[i],
+				       sizeof(fired[i])),
+				  (ssize_t)sizeof(fired[i]));
+		EXPECT_EQ(fired[0][0], (uint64_t)kHits) << "re_probed returns";
+		EXPECT_EQ(fired[1][0], 1u) << "re_caller returns";
+	}
+}
+
+TEST(RightStack, UprobeAtEntryDeferredChainHasTheCaller)
+{
+#ifdef __aarch64__
+	EXTENSION("at a uprobe on a function's first instruction the "
+		  "deferred walk takes the caller from the link register, "
+		  "as the original instruction says (doc/kernel.md: the "
+		  "right stack)");
+#endif
+	check_uprobe_at_entry(false);
+}
+
+TEST(RightStack, UprobeAtEntryWithUretprobesDeferredChainHasTheCallers)
+{
+	EXTENSION("deferred chains put the callers back in pending "
+		  "uretprobes' trampoline slots, the hit's own included "
+		  "(doc/kernel.md: the right stack)");
+	check_uprobe_at_entry(true);
+}
+
 /* ---- signal delivery -------------------------------------------------- */
 
 volatile sig_atomic_t rs_signals;
