@@ -286,6 +286,30 @@ extern "C" __attribute__((noinline)) long rs_probe_caller(int n)
 	return sum;
 }
 
+/*
+ * Two sampling uprobes at path+offset on this task, deferred (buffer 0)
+ * and in place (buffer 1): 0 or -errno.
+ */
+int open_uprobe_pair(session::Session *s, const std::string &path,
+		     uint64_t offset)
+{
+	session::Options o;
+	o.type = atoi(work::read_file(std::string(kUprobePmu) + "/type")
+			      .c_str());
+	o.config = 0;
+	o.period = 1;
+	for (int deferred = 1; deferred >= 0; deferred--) {
+		o.defer_callchain = o.defer_output = deferred;
+		perf_event_attr a = session::make_attr(o);
+		a.config1 = (uint64_t)(uintptr_t)path.c_str(); /* uprobe_path */
+		a.config2 = offset;		       /* probe_offset */
+		int r = s->open_attr(a, 0, -1, 256);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
 TEST(RightStack, UprobeDeferredChainIsTheProbedStack)
 {
 	EXTENSION("a uprobe moves the ip to its XOL slot before the "
@@ -302,23 +326,11 @@ TEST(RightStack, UprobeDeferredChainIsTheProbedStack)
 	std::string path = work::self_path();
 	ASSERT_FALSE(path.empty());
 	uint64_t offset = fn->file_offset + (site - fn->start);
-	int type = atoi(work::read_file(std::string(kUprobePmu) + "/type")
-				.c_str());
 
 	session::Session s;
-	session::Options o;
-	o.type = type;
-	o.config = 0;
-	o.period = 1;
-	for (int deferred = 1; deferred >= 0; deferred--) {
-		o.defer_callchain = o.defer_output = deferred;
-		perf_event_attr a = session::make_attr(o);
-		a.config1 = (uint64_t)(uintptr_t)path.c_str(); /* uprobe_path */
-		a.config2 = offset;		       /* probe_offset */
-		int r = s.open_attr(a, 0, -1, 256);
-		ASSERT_EQ(r, 0) << "uprobe on " << path << "+" << offset
-				<< ": " << strerror(-r);
-	}
+	int r = open_uprobe_pair(&s, path, offset);
+	ASSERT_EQ(r, 0) << "uprobe on " << path << "+" << offset << ": "
+			<< strerror(-r);
 	constexpr int kHits = 200;
 	s.enable();
 	long sum = rs_probe_caller(kHits);
@@ -439,23 +451,11 @@ void check_uprobe_at_entry(bool uretprobes)
 	ASSERT_NE(syms::find(symbols, "re_outer"), nullptr);
 	std::string path = work::self_path();
 	ASSERT_FALSE(path.empty());
-	int type = atoi(work::read_file(std::string(kUprobePmu) + "/type")
-				.c_str());
 
 	session::Session s;
-	session::Options o;
-	o.type = type;
-	o.config = 0;
-	o.period = 1;
-	for (int deferred = 1; deferred >= 0; deferred--) {
-		o.defer_callchain = o.defer_output = deferred;
-		perf_event_attr a = session::make_attr(o);
-		a.config1 = (uint64_t)(uintptr_t)path.c_str(); /* uprobe_path */
-		a.config2 = fn->file_offset;		       /* probe_offset */
-		int r = s.open_attr(a, 0, -1, 256);
-		ASSERT_EQ(r, 0) << "uprobe on " << path << "+"
-				<< fn->file_offset << ": " << strerror(-r);
-	}
+	int r = open_uprobe_pair(&s, path, fn->file_offset);
+	ASSERT_EQ(r, 0) << "uprobe on " << path << "+" << fn->file_offset
+			<< ": " << strerror(-r);
 	if (uretprobes) {
 		ASSERT_EQ(open_uretprobe(&s, *fn, path), 0);
 		ASSERT_EQ(open_uretprobe(&s, *caller, path), 0);
