@@ -13,6 +13,8 @@
  *
  *  - a uprobe in the body of a function of this program: when the
  *    task_work runs, the uprobe has moved the ip to its XOL slot;
+ *  - a uprobe at a function's first instruction, alone and with
+ *    uretprobes (checked against the program's own calls too);
  *  - signal:signal_deliver: setup_rt_frame() has pointed ip and sp at the
  *    signal handler;
  *  - preemptirq:irq_enable (debug kernels): exit_to_user_mode() traces
@@ -360,8 +362,9 @@ TEST(RightStack, UprobeDeferredChainIsTheProbedStack)
  *
  * With uretprobes on re_probed (the same hit adds its instance after the
  * sample's handler ran) and on re_caller (pending under every hit), each
- * of the two return addresses is the trampoline on the stack by the time
- * the deferred walk runs, and each must come back as its own caller.
+ * of the two return addresses is the trampoline by the time the deferred
+ * walk runs (re_probed's in the stack word or in arm64's link register),
+ * and each must come back as its own caller.
  */
 extern "C" __attribute__((noinline, noclone)) long re_probed(long x)
 {
