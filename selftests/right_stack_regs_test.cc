@@ -22,6 +22,8 @@
  *  - x86_fpu:x86_fpu_regs_activated: arch_exit_to_user_mode_prepare()
  *    traces the FPU registers coming back, past the exit to user mode
  *    loop, where the task_work no longer runs;
+ *  - a kretprobe on arm64's exit to user mode loop: it fires after the
+ *    loop's last look at the thread flags;
  *  - requests from NMI context (a kernel execute breakpoint, kprobes in
  *    the syscall, the signal frame's setup and sys_uretprobe) and an
  *    emulated vsyscall.
@@ -737,6 +739,70 @@ TEST(RightStack, FpuRegsActivatedDeferredChainIsTheReturningStack)
 	       "sibling on CPU %d (%s): %s\n", yields, cpu,
 	       dl.describe().c_str(), c.describe().c_str());
 	expect_all_match(s, c, kYields);
+}
+
+/* ---- a kretprobe on the exit to user mode loop ------------------------ */
+
+/*
+ * arm64's exit to user mode loop is a function of its own in 6.12,
+ * do_notify_resume(), which returns after its last look at the thread
+ * flags: a request from its kretprobe sets TIF_NOTIFY_RESUME too late
+ * for the loop to run the task_work. The generic entry code inlines its
+ * loop into noinstr code, which kprobes refuse (its out-of-line copy,
+ * exit_to_user_mode_loop, is never called: a kretprobe there got no hit
+ * on x86).
+ */
+#define EXIT_LOOP_FUNC "do_notify_resume"
+
+TEST(RightStack, ExitLoopReturnDeferredChainIsTheReturningStack)
+{
+	EXTENSION("a request after the exit to user mode loop's last look at "
+		  "the thread flags (a kretprobe on the loop) is refused and "
+		  "unwound in place, never answered at the next kernel entry "
+		  "with that entry's stack (doc/kernel.md: the right stack)");
+	SKIP_UNLESS_DEFER_CALLCHAIN();
+#ifndef __aarch64__
+	SKIP_NOT_APPLICABLE("arm64's exit loop only: the generic entry code "
+			    "inlines its loop into noinstr code, where no "
+			    "probe runs after the last look at the flags");
+#endif
+	std::string type = work::read_file(
+		"/sys/bus/event_source/devices/kprobe/type");
+	if (type.empty())
+		SKIP_NOT_APPLICABLE("no kprobe PMU (CONFIG_KPROBE_EVENTS)");
+	long id = work::tracepoint_id("syscalls/sys_enter_getppid");
+	if (id < 0)
+		SKIP_NOT_APPLICABLE("no tracepoint syscalls/sys_enter_getppid "
+				    "(CONFIG_FTRACE_SYSCALLS)");
+	session::Options o;
+	perf_event_attr a = session::make_attr(o);
+	a.type = atoi(type.c_str());
+	a.config = 1; /* retprobe (the PMU's format: config:0) */
+	a.config1 = (uint64_t)(uintptr_t)EXIT_LOOP_FUNC;
+	a.config2 = 0;
+	a.sample_period = 1;
+	session::Session s;
+	int r = s.open_attr(a, 0, -1, 256);
+	ASSERT_EQ(r, 0) << "kretprobe on " EXIT_LOOP_FUNC ": " << strerror(-r);
+	/*
+	 * The in-place twin in the deferred event's group: the loop also
+	 * runs on interrupts from user space, between two enable ioctls.
+	 */
+	perf_abi::clear_attr_bit(&a, perf_abi::kDeferCallchainBit);
+	perf_abi::clear_attr_bit(&a, perf_abi::kDeferOutputBit);
+	r = s.open_attr_in_group(a, 0, 0, 256);
+	ASSERT_EQ(r, 0) << "in-place kretprobe: " << strerror(-r);
+	/*
+	 * A deferred request in each getppid: its TIF_NOTIFY_RESUME makes
+	 * every return from the call run the loop, and the kretprobe fire.
+	 */
+	r = s.open(session::tracepoint(id, 256), 0, -1);
+	ASSERT_EQ(r, 0) << "sys_enter_getppid: " << strerror(-r);
+	constexpr int kCalls = 200;
+	Compared c = run_getppid_pairs(&s, "kretprobe on " EXIT_LOOP_FUNC,
+				       kCalls);
+	/* Past the last look at the flags, every request is refused */
+	EXPECT_EQ(c.fallback, c.hits) << c.describe();
 }
 
 /* ---- NMI context: an execute breakpoint and a kprobe in the kernel ---- */

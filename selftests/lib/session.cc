@@ -105,10 +105,15 @@ int Session::open_attr(const perf_event_attr &attr, pid_t pid, int cpu,
 
 int Session::open_in_group(Options o, pid_t pid, size_t leader)
 {
-	o.disabled = false;
+	return open_attr_in_group(make_attr(o), pid, leader, o.pages);
+}
+
+int Session::open_attr_in_group(perf_event_attr attr, pid_t pid,
+				size_t leader, size_t pages)
+{
+	attr.disabled = 0;
 	perf::Event e;
-	int r = e.open(make_attr(o), pid, cpus_[leader], o.pages,
-		       events_[leader].fd());
+	int r = e.open(attr, pid, cpus_[leader], pages, events_[leader].fd());
 	if (r)
 		return r;
 	events_.push_back(std::move(e));

@@ -80,6 +80,9 @@ public:
 	 * enable ioctls would let hits in between reach only one of them).
 	 */
 	int open_in_group(Options o, pid_t pid, size_t leader);
+	/* The same for an attr built by hand (its disabled bit cleared). */
+	int open_attr_in_group(perf_event_attr attr, pid_t pid, size_t leader,
+			       size_t pages = 64);
 	/* One event per online CPU (pid = -1); returns 0 or the first error. */
 	int open_per_cpu(const Options &o);
 	/* The same on some CPUs only, as perf record -C does. */
