@@ -57,6 +57,12 @@ TEST(Compat, InPlaceChainHolds32BitReturnAddresses)
  * base without the wrap finds addresses above 4 GiB, which no compat
  * task has. Both the deferred walk and (with fix 6 of the fixes series)
  * perf's in-place walk of the same calls (a second event) wrap them.
+ *
+ * The sample's own ip too: each call of ldt_c writes to a new page
+ * first, and the page fault event (a third one) samples the user
+ * registers: PERF_SAMPLE_IP, from perf_instruction_pointer(), must be
+ * the chain's leaf, linear. (An execute breakpoint there made QEMU 7.2's
+ * TCG die of SIGSEGV with the wrapping code segment.)
  */
 void check_ldt(bool cs)
 {
@@ -84,6 +90,14 @@ void check_ldt(bool cs)
 	o.defer_callchain = o.defer_output = false;
 	ret = s.open(o, child.pid(), -1);
 	ASSERT_EQ(ret, 0) << "perf_event_open (in place): " << strerror(-ret);
+	session::Options pf;
+	pf.config = PERF_COUNT_SW_PAGE_FAULTS;
+	pf.period = 1;
+	pf.defer_callchain = pf.defer_output = false;
+	pf.enable_on_exec = true;
+	pf.sample_type |= PERF_SAMPLE_IP;
+	ret = s.open(pf, child.pid(), -1);
+	ASSERT_EQ(ret, 0) << "page faults: " << strerror(-ret);
 	child.release();
 	int st = child.wait(60, [&] { s.drain(); });
 	s.drain();
@@ -137,6 +151,27 @@ void check_ldt(bool cs)
 			first_in_place = session::hex_chain(u, 8);
 	}
 	ASSERT_TRUE(err.empty()) << err;
+	/*
+	 * The faults of ldt_c, by their leaf (linear, as checked above) or
+	 * by their ip, linear or 4 GiB above
+	 */
+	auto in_c = [&](uint64_t ip) {
+		return (ip & 0xffffffffu) >= leaf_lo && (ip & 0xffffffffu) < leaf_hi;
+	};
+	int faults = 0, faults_linear = 0;
+	std::string first_fault;
+	for (const perf::Sample &sm : s.samples(2, &err)) {
+		std::vector<uint64_t> u = perf::split_callchain(sm.callchain).user;
+		if (!in_c(sm.ip) && !in_ldt_c(u))
+			continue;
+		bool ok = in_ldt_c(u) && sm.ip == u[0];
+		faults++;
+		faults_linear += ok;
+		if (!ok && first_fault.empty())
+			first_fault = "ip " + session::hex_chain({ sm.ip }) +
+				      ", user chain " + session::hex_chain(u, 2);
+	}
+	ASSERT_TRUE(err.empty()) << err;
 	printf("# %d getppid() on a stack segment based at a static array%s: "
 	       "%d deferred records with their leaf, %d with the three return "
 	       "addresses too%s%s; %d in-place chains of them, %d whole%s%s\n",
@@ -157,6 +192,17 @@ void check_ldt(bool cs)
 	 */
 	EXPECT_EQ(in_place_full, in_place)
 		<< "in place, first other: " << first_in_place;
+	/*
+	 * One fault per call. Before fix 6 wrapped perf_instruction_pointer()
+	 * too, the ip of each fault in the wrapping code segment was 4 GiB
+	 * above the leaf.
+	 */
+	printf("# page faults in ldt_c: %d, %d with the sample's ip at the "
+	       "chain's leaf%s%s\n", faults, faults_linear,
+	       first_fault.empty() ? "" : "; first other: ",
+	       first_fault.c_str());
+	EXPECT_EQ(faults, kCalls);
+	EXPECT_EQ(faults_linear, faults) << "first other: " << first_fault;
 }
 
 TEST(Compat, DeferredChainThroughAStackSegmentWithABase)

@@ -10,7 +10,8 @@
  * and calls, in assembly (%ds stays flat, so no C code runs on that
  * stack):
  *
- *   ldt_run -> ldt_a -> ldt_b -> ldt_c: N getppid() through int $0x80
+ *   ldt_run -> ldt_a -> ldt_b -> ldt_c, N times (at most 256): the
+ *   first write to a page, then a getppid() through int $0x80
  *
  * %ebp is 0 when ldt_a is called, so the frame chain ends there. Every
  * %ebp and %esp on the way is an offset into the segment: a walk that
@@ -33,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -64,6 +66,15 @@ struct far_ptr {
 } __attribute__((packed)) ldt_far, ldt_back;
 /* Non-zero: ldt_run far calls ldt_far_entry instead of calling ldt_a */
 unsigned int ldt_use_cs;
+/*
+ * Each call of ldt_c writes to the next of these pages first: a page
+ * fault whose registers are the user ones, for the sample's own ip.
+ */
+#define LDT_PAGE 4096
+#define LDT_CALLS_MAX 256
+static char ldt_pages[LDT_CALLS_MAX * LDT_PAGE]
+	__attribute__((aligned(LDT_PAGE)));
+unsigned int ldt_touch;
 
 extern void ldt_run(unsigned int n);
 extern char ldt_c[], ldt_c_end[], ldt_ret_b[], ldt_ret_a[], ldt_ret_t[],
@@ -110,19 +121,24 @@ __asm__(".text\n"
 	"ldt_b:\n"
 	"	push %ebp\n"
 	"	mov %esp, %ebp\n"
-	"	call ldt_c\n"
+	"1:	call ldt_c\n"
 	".globl ldt_ret_b\n"
 	"ldt_ret_b:\n"
+	"	dec %ecx\n"
+	"	jnz 1b\n"
 	"	pop %ebp\n"
 	"	ret\n"
 	".globl ldt_c\n"
 	"ldt_c:\n"
 	"	push %ebp\n"
 	"	mov %esp, %ebp\n"
-	"1:	mov $64, %eax\n" /* getppid */
+	/* The first write to a page of its own: a page fault in user mode */
+	"	mov ldt_touch, %edx\n"
+	"	movb $1, (%edx)\n"
+	"	add $" STR(LDT_PAGE) ", %edx\n"
+	"	mov %edx, ldt_touch\n"
+	"	mov $64, %eax\n" /* getppid */
 	"	int $0x80\n"
-	"	dec %ecx\n"
-	"	jnz 1b\n"
 	"	pop %ebp\n"
 	"	ret\n"
 	".globl ldt_c_end\n"
@@ -176,6 +192,11 @@ int main(int argc, char **argv)
 	ldt_back.off = (unsigned int)ldt_back_here;
 	__asm__ volatile("mov %%cs, %0" : "=r"(ldt_back.sel));
 	n = atoi(argv[2]);
+	if (n < 1 || n > LDT_CALLS_MAX)
+		return 2;
+	/* One fault per page: no huge page for the lot */
+	madvise(ldt_pages, sizeof(ldt_pages), MADV_NOHUGEPAGE);
+	ldt_touch = (unsigned int)ldt_pages;
 	len = snprintf(line, sizeof(line), "ldt %x %x %x %x %x\n",
 		       (unsigned int)ldt_c, (unsigned int)ldt_c_end,
 		       (unsigned int)ldt_ret_b, (unsigned int)ldt_ret_a,
