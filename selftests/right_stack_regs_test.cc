@@ -298,15 +298,12 @@ int open_uprobe_pair(session::Session *s, const std::string &path,
 		     uint64_t offset)
 {
 	session::Options o;
-	o.type = atoi(work::read_file(std::string(kUprobePmu) + "/type")
-			      .c_str());
-	o.config = 0;
 	o.period = 1;
 	for (int deferred = 1; deferred >= 0; deferred--) {
 		o.defer_callchain = o.defer_output = deferred;
 		perf_event_attr a = session::make_attr(o);
-		a.config1 = (uint64_t)(uintptr_t)path.c_str(); /* uprobe_path */
-		a.config2 = offset;		       /* probe_offset */
+		if (!perf::uprobe_attr(path.c_str(), offset, false, &a))
+			return -ENOENT;
 		int r = s->open_attr(a, 0, -1, 256);
 		if (r)
 			return r;
@@ -1056,14 +1053,10 @@ TEST(RightStack, UretprobeSyscallKprobeDeferredChainIsTheTrampolineStack)
 	ASSERT_NE(fn, nullptr) << "rs_probed not in /proc/self/exe";
 	std::string path = work::self_path();
 	session::Options o;
-	o.type = atoi(work::read_file(std::string(kUprobePmu) + "/type")
-			      .c_str());
-	o.config = 1; /* retprobe */
 	o.period = 1ull << 62;
 	o.defer_callchain = o.defer_output = false;
 	perf_event_attr a = session::make_attr(o);
-	a.config1 = (uint64_t)(uintptr_t)path.c_str();
-	a.config2 = fn->file_offset;
+	ASSERT_TRUE(perf::uprobe_attr(path.c_str(), fn->file_offset, true, &a));
 	r = s.open_attr(a, 0, -1, 1);
 	ASSERT_EQ(r, 0) << "uretprobe on " << path << "+" << fn->file_offset
 			<< ": " << strerror(-r);
