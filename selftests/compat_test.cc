@@ -156,7 +156,8 @@ void check_ldt(bool cs)
 	 * by their ip, linear or 4 GiB above
 	 */
 	auto in_c = [&](uint64_t ip) {
-		return (ip & 0xffffffffu) >= leaf_lo && (ip & 0xffffffffu) < leaf_hi;
+		uint64_t linear = ip & 0xffffffffu;
+		return linear >= leaf_lo && linear < leaf_hi;
 	};
 	int faults = 0, faults_linear = 0;
 	std::string first_fault;
