@@ -27,8 +27,9 @@
  * [ip in ldt_c, ldt_ret_b, ldt_ret_a, ldt_ret_f].
  *
  * usage: ldt_stack OUT_FD N [cs]
- * Writes "ldt LEAF_START LEAF_END RET_B RET_A RET_T\n" (hex, linear
- * addresses; RET_T is ldt_ret_f with cs) to OUT_FD before the calls.
+ * Writes "ldt LEAF_START LEAF_END RET_B RET_A RET_T TOUCH PAGES\n" (hex,
+ * linear addresses; RET_T is ldt_ret_f with cs; TOUCH the write that
+ * faults, PAGES the first page it writes) to OUT_FD before the calls.
  */
 #include <asm/ldt.h>
 #include <stdio.h>
@@ -77,7 +78,8 @@ static char ldt_pages[LDT_CALLS_MAX * LDT_PAGE]
 unsigned int ldt_touch;
 
 extern void ldt_run(unsigned int n);
-extern char ldt_c[], ldt_c_end[], ldt_ret_b[], ldt_ret_a[], ldt_ret_t[],
+extern char ldt_c[], ldt_c_end[], ldt_c_touch[], ldt_ret_b[], ldt_ret_a[],
+	ldt_ret_t[],
 	ldt_far_entry[], ldt_ret_f[], ldt_back_here[];
 
 __asm__(".text\n"
@@ -134,6 +136,8 @@ __asm__(".text\n"
 	"	mov %esp, %ebp\n"
 	/* The first write to a page of its own: a page fault in user mode */
 	"	mov ldt_touch, %edx\n"
+	".globl ldt_c_touch\n"
+	"ldt_c_touch:\n"
 	"	movb $1, (%edx)\n"
 	"	add $" STR(LDT_PAGE) ", %edx\n"
 	"	mov %edx, ldt_touch\n"
@@ -197,10 +201,11 @@ int main(int argc, char **argv)
 	/* One fault per page: no huge page for the lot */
 	madvise(ldt_pages, sizeof(ldt_pages), MADV_NOHUGEPAGE);
 	ldt_touch = (unsigned int)ldt_pages;
-	len = snprintf(line, sizeof(line), "ldt %x %x %x %x %x\n",
+	len = snprintf(line, sizeof(line), "ldt %x %x %x %x %x %x %x\n",
 		       (unsigned int)ldt_c, (unsigned int)ldt_c_end,
 		       (unsigned int)ldt_ret_b, (unsigned int)ldt_ret_a,
-		       (unsigned int)(ldt_use_cs ? ldt_ret_f : ldt_ret_t));
+		       (unsigned int)(ldt_use_cs ? ldt_ret_f : ldt_ret_t),
+		       (unsigned int)ldt_c_touch, (unsigned int)ldt_pages);
 	if (write(atoi(argv[1]), line, len) != len)
 		return 2;
 	ldt_run(n);

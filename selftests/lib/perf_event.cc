@@ -77,7 +77,7 @@ bool parse_sample(const Record &r, uint64_t t, Sample *s, std::string *err)
 	}
 	Cursor c(r, sizeof(perf_event_header), r.bytes.size());
 	s->misc = r.header.misc;
-	uint64_t v, addr;
+	uint64_t v;
 	uint32_t res;
 	bool ok = true;
 	if (t & PERF_SAMPLE_IDENTIFIER)
@@ -89,7 +89,7 @@ bool parse_sample(const Record &r, uint64_t t, Sample *s, std::string *err)
 	if (t & PERF_SAMPLE_TIME)
 		ok &= c.u64(&s->sid.time);
 	if (t & PERF_SAMPLE_ADDR)
-		ok &= c.u64(&addr);
+		ok &= c.u64(&s->addr);
 	if (t & PERF_SAMPLE_ID)
 		ok &= c.u64(&s->sid.id);
 	if (t & PERF_SAMPLE_STREAM_ID)

@@ -27,7 +27,7 @@ struct SampleId {
 struct Sample {
 	uint16_t misc = 0; /* the header's: PERF_RECORD_MISC_USER etc. */
 	SampleId sid;
-	uint64_t ip = 0, period = 0;
+	uint64_t ip = 0, addr = 0, period = 0;
 	std::vector<uint64_t> callchain; /* raw, with PERF_CONTEXT_* markers */
 	/*
 	 * PERF_SAMPLE_REGS_USER: the ABI word (PERF_SAMPLE_REGS_ABI_*, 0 for

@@ -180,6 +180,17 @@ int pin(pid_t tid, int cpu)
 	return sched_setaffinity(tid, sizeof(set), &set) ? -errno : 0;
 }
 
+AffinityGuard::AffinityGuard()
+	: saved_(sched_getaffinity(0, sizeof(set_), &set_) == 0)
+{
+}
+
+AffinityGuard::~AffinityGuard()
+{
+	if (saved_)
+		sched_setaffinity(0, sizeof(set_), &set_);
+}
+
 int current_cpu()
 {
 	return sched_getcpu();

@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <sched.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -96,6 +97,21 @@ void mixed(double seconds, size_t chunk = 4 << 20);
 
 /* Pin the calling thread (0) or tid to one CPU; 0 or -errno. */
 int pin(pid_t tid, int cpu);
+/*
+ * The calling thread's CPU affinity, put back when the guard goes out of
+ * scope: a test that pins itself leaves the tests after it free.
+ */
+class AffinityGuard {
+public:
+	AffinityGuard();
+	~AffinityGuard();
+	AffinityGuard(const AffinityGuard &) = delete;
+	AffinityGuard &operator=(const AffinityGuard &) = delete;
+
+private:
+	cpu_set_t set_;
+	bool saved_;
+};
 /* The CPU the calling thread runs on now. */
 int current_cpu();
 
