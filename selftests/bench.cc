@@ -433,25 +433,12 @@ constexpr size_t kFallbackFrames = 8;
 /* The most frequent of those paths printed per run. */
 constexpr size_t kFallbackPaths = 5;
 
-int kprobe_type()
-{
-	std::string t =
-		work::read_file("/sys/bus/event_source/devices/kprobe/type");
-	return t.empty() ? -1 : atoi(t.c_str());
-}
-
 /* The attr of a kprobe (ret: kretprobe) on func, false without kprobes. */
 bool kprobe_attr(const char *func, bool ret, perf_event_attr *a)
 {
-	int type = kprobe_type();
-	if (type < 0)
-		return false;
 	*a = perf_event_attr{};
 	a->size = sizeof(*a);
-	a->type = type;
-	a->config = ret; /* the kprobe PMU's "retprobe" bit, config:0 */
-	a->config1 = (uint64_t)(uintptr_t)func; /* kprobe_func */
-	return true;
+	return perf::kprobe_attr(func, 0, ret, a);
 }
 
 /* A counter of the hits of func by pid and its future threads, or -errno. */

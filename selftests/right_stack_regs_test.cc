@@ -766,21 +766,15 @@ TEST(RightStack, ExitLoopReturnDeferredChainIsTheReturningStack)
 			    "kprobe or kretprobe runs after the last look at "
 			    "the flags");
 #endif
-	std::string type = work::read_file(
-		"/sys/bus/event_source/devices/kprobe/type");
-	if (type.empty())
+	session::Options o;
+	perf_event_attr a = session::make_attr(o);
+	if (!perf::kprobe_attr(EXIT_LOOP_FUNC, 0, true, &a))
 		SKIP_NOT_APPLICABLE("no kprobe PMU (CONFIG_KPROBE_EVENTS)");
+	a.sample_period = 1;
 	long id = work::tracepoint_id("syscalls/sys_enter_getppid");
 	if (id < 0)
 		SKIP_NOT_APPLICABLE("no tracepoint syscalls/sys_enter_getppid "
 				    "(CONFIG_FTRACE_SYSCALLS)");
-	session::Options o;
-	perf_event_attr a = session::make_attr(o);
-	a.type = atoi(type.c_str());
-	a.config = 1; /* retprobe (the PMU's format: config:0) */
-	a.config1 = (uint64_t)(uintptr_t)EXIT_LOOP_FUNC;
-	a.config2 = 0;
-	a.sample_period = 1;
 	session::Session s;
 	int r = s.open_attr(a, 0, -1, 256);
 	if (r == -ENOENT || r == -EINVAL) {
@@ -921,15 +915,10 @@ TEST(RightStack, KernelBreakpointDeferredChainIsTheCallingStack)
 int open_kprobe_pair(session::Session *s, const char *func, std::string *what,
 		     pid_t pid = 0)
 {
-	std::string type = work::read_file(
-		"/sys/bus/event_source/devices/kprobe/type");
-	if (type.empty())
-		return -ENOENT;
 	session::Options o;
 	perf_event_attr a = session::make_attr(o);
-	a.type = atoi(type.c_str());
-	a.config = 0;
-	a.config1 = (uint64_t)(uintptr_t)func;
+	if (!perf::kprobe_attr(func, 0, false, &a))
+		return -ENOENT;
 	/*
 	 * Past the entry: the first offset kprobes take (x86 refuses one
 	 * inside an instruction with EILSEQ).

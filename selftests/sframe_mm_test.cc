@@ -206,14 +206,10 @@ bool read_ready(int fd, std::vector<Range> *texts, std::string *err,
 /* kernel_read() entries of pid, counted by a kprobe: a disabled counter. */
 int open_kernel_read_counter(pid_t pid)
 {
-	std::string t =
-		work::read_file("/sys/bus/event_source/devices/kprobe/type");
-	if (t.empty())
-		return -ENOENT;
 	perf_event_attr a = {};
 	a.size = sizeof(a);
-	a.type = atoi(t.c_str());
-	a.config1 = (uint64_t)(uintptr_t)"kernel_read";
+	if (!perf::kprobe_attr("kernel_read", 0, false, &a))
+		return -ENOENT;
 	a.disabled = 1;
 	return perf::open_event(&a, pid, -1);
 }

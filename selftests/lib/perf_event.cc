@@ -203,19 +203,37 @@ SplitChain split_callchain(const std::vector<uint64_t> &chain)
 	return s;
 }
 
-bool uprobe_attr(const char *path, uint64_t offset, bool ret,
-		 perf_event_attr *a)
+namespace {
+
+/* The fields of the probe PMU called pmu (a directory of sysfs) */
+bool probe_attr(const std::string &pmu, const char *where, uint64_t offset,
+		bool ret, perf_event_attr *a)
 {
-	static const char pmu[] = "/sys/bus/event_source/devices/uprobe/";
-	std::string type = work::read_file(std::string(pmu) + "type");
-	std::string bit = work::read_file(std::string(pmu) + "format/retprobe");
+	std::string type = work::read_file(pmu + "type");
+	std::string bit = work::read_file(pmu + "format/retprobe");
 	if (type.empty() || bit.compare(0, 7, "config:"))
 		return false;
 	a->type = atoi(type.c_str());
 	a->config = ret ? 1ULL << atoi(bit.c_str() + 7) : 0;
-	a->config1 = (uint64_t)(uintptr_t)path; /* uprobe_path */
-	a->config2 = offset;			/* probe_offset */
+	a->config1 = (uint64_t)(uintptr_t)where; /* uprobe_path, kprobe_func */
+	a->config2 = offset;			 /* probe_offset */
 	return true;
+}
+
+} // namespace
+
+bool uprobe_attr(const char *path, uint64_t offset, bool ret,
+		 perf_event_attr *a)
+{
+	return probe_attr("/sys/bus/event_source/devices/uprobe/", path,
+			  offset, ret, a);
+}
+
+bool kprobe_attr(const char *func, uint64_t offset, bool ret,
+		 perf_event_attr *a)
+{
+	return probe_attr("/sys/bus/event_source/devices/kprobe/", func,
+			  offset, ret, a);
 }
 
 int open_event(perf_event_attr *attr, pid_t pid, int cpu, int group_fd,

@@ -78,6 +78,9 @@ SplitChain split_callchain(const std::vector<uint64_t> &chain);
  */
 bool uprobe_attr(const char *path, uint64_t offset, bool ret,
 		 perf_event_attr *a);
+/* The same for the kprobe PMU: func+offset in the kernel. */
+bool kprobe_attr(const char *func, uint64_t offset, bool ret,
+		 perf_event_attr *a);
 
 /* perf_event_open(2); returns -errno on failure. */
 int open_event(perf_event_attr *attr, pid_t pid, int cpu, int group_fd = -1,
