@@ -33,7 +33,8 @@ tools_stamp() {
 
 # use_kernel_cc: set KCC, the CC= for kernel builds, and KMAKE_ARGS, the
 # guest architecture's ARCH= and CROSS_COMPILE= (none for x86_64): gcc through ccache
-# unless CCACHE=0 or ccache is missing, with ccache's settings exported,
+# (ci/build/ccache-cc: not for sources with .incbin) unless CCACHE=0 or
+# ccache is missing, with ccache's settings exported,
 # and fixed version strings, so that an unchanged tree relinks nothing.
 # (Call it in the shell that runs make, not in $(...): the exports matter.)
 use_kernel_cc() {
@@ -54,7 +55,7 @@ use_kernel_cc() {
 		# and 138 s for ccache's default mode; warm, 5.5 s.
 		export CCACHE_DEPEND=1
 		export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
-		KCC="ccache $KCC"
+		KCC="$ROOT/ci/build/ccache-cc $KCC"
 	fi
 }
 

@@ -20,9 +20,9 @@
 # decides what is built, lib.sh holds use_kernel_cc and perf's switches,
 # ci/guest/x86_64.py the make target. tests/test_build.py keeps it whole.
 BUILD_DEPS=(ci/checks/bisect-build.sh ci/lib.sh ci/series/lib.sh ci/build/lib.sh
-	ci/guest/lib.sh ci/build/kernel.sh ci/build/kconfig.py ci/build/configs.py
-	ci/build/perf.sh ci/build/perf-python.sh ci/build/fetch-deb.sh ci/guest/arch.py
-	ci/guest/x86_64.py)
+	ci/build/ccache-cc ci/guest/lib.sh ci/build/kernel.sh ci/build/kconfig.py
+	ci/build/configs.py ci/build/perf.sh ci/build/perf-python.sh
+	ci/build/fetch-deb.sh ci/guest/arch.py ci/guest/x86_64.py)
 mapfile -t -O "${#BUILD_DEPS[@]}" BUILD_DEPS < <(cd "$ROOT" && ls ci/guest/config/*.config)
 
 [ $# -ge 2 ] || die "usage: bisect-build.sh KERNEL_SRC KCONFIG_ARGS..."

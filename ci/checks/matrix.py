@@ -235,7 +235,7 @@ def kernel_cc_env():
 def make_args(row, obj, cc_cache):
     cc = f"{row.cross}gcc"
     if cc_cache:
-        cc = f"ccache {cc}"
+        cc = f"{os.path.join(ROOT, 'ci', 'build', 'ccache-cc')} {cc}"
     args = ["make", "-s", f"O={obj}", f"ARCH={row.karch}", f"CC={cc}",
             f"-j{os.cpu_count() or 2}"]
     if row.cross:
