@@ -250,10 +250,11 @@ def vmtest(filt):
     # Without ccache: in a full run, a breakage that followed another of
     # the same file (percpu then records in core.c, registrations then
     # request in deferred.c) booted a kernel without its edit although
-    # the object was made again after it; alone, each was caught. (The
+    # the object was made again after it; alone, each was caught. The
     # likely cause, found later: the cache's piggy.o of the earlier
-    # kernel, which ci/build/ccache-cc now compiles without the cache.)
-    # The worktree's objects are incremental, so only the edited files
+    # kernel, which ci/build/ccache-cc now builds without the cache; the
+    # cache stays off here until a whole run shows that was all. The
+    # worktree's objects are incremental, so only the edited files
     # compile.
     with open(logf, "w") as f:
         subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT,
