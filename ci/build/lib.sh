@@ -33,7 +33,7 @@ tools_stamp() {
 
 # use_kernel_cc: set KCC, the CC= for kernel builds, and KMAKE_ARGS, the
 # guest architecture's ARCH= and CROSS_COMPILE= (none for x86_64): gcc through ccache
-# (ci/build/ccache-cc: not for sources with .incbin) unless CCACHE=0 or
+# (ci/build/ccache-cc: not for what may use .incbin) unless CCACHE=0 or
 # ccache is missing, with ccache's settings exported,
 # and fixed version strings, so that an unchanged tree relinks nothing.
 # (Call it in the shell that runs make, not in $(...): the exports matter.)
