@@ -301,7 +301,7 @@ int open_uprobe_pair(session::Session *s, const std::string &path,
 	o.period = 1;
 	for (int deferred = 1; deferred >= 0; deferred--) {
 		o.defer_callchain = o.defer_output = deferred;
-		perf_event_attr a = session::make_attr(o);
+		perf_event_attr a = session::make_probe_attr(o);
 		if (!perf::uprobe_attr(path.c_str(), offset, false, &a))
 			return -ENOENT;
 		int r = s->open_attr(a, 0, -1, 256);
@@ -767,10 +767,10 @@ TEST(RightStack, ExitLoopReturnDeferredChainIsTheReturningStack)
 			    "the flags");
 #endif
 	session::Options o;
-	perf_event_attr a = session::make_attr(o);
+	o.period = 1;
+	perf_event_attr a = session::make_probe_attr(o);
 	if (!perf::kprobe_attr(EXIT_LOOP_FUNC, 0, true, &a))
 		SKIP_NOT_APPLICABLE("no kprobe PMU (CONFIG_KPROBE_EVENTS)");
-	a.sample_period = 1;
 	long id = work::tracepoint_id("syscalls/sys_enter_getppid");
 	if (id < 0)
 		SKIP_NOT_APPLICABLE("no tracepoint syscalls/sys_enter_getppid "
@@ -874,7 +874,7 @@ TEST(RightStack, KernelBreakpointDeferredChainIsTheCallingStack)
 	if (!addr)
 		SKIP_NOT_APPLICABLE("no " SYS_PREFIX "getppid in /proc/kallsyms");
 	session::Options o;
-	perf_event_attr a = session::make_attr(o);
+	perf_event_attr a = session::make_probe_attr(o);
 	a.type = PERF_TYPE_BREAKPOINT;
 	a.config = 0;
 	a.bp_type = HW_BREAKPOINT_X;
@@ -916,7 +916,7 @@ int open_kprobe_pair(session::Session *s, const char *func, std::string *what,
 		     pid_t pid = 0)
 {
 	session::Options o;
-	perf_event_attr a = session::make_attr(o);
+	perf_event_attr a = session::make_probe_attr(o);
 	if (!perf::kprobe_attr(func, 0, false, &a))
 		return -ENOENT;
 	/*
@@ -1080,7 +1080,7 @@ TEST(RightStack, UretprobeSyscallKprobeDeferredChainIsTheTrampolineStack)
 	session::Options o;
 	o.period = 1ull << 62;
 	o.defer_callchain = o.defer_output = false;
-	perf_event_attr a = session::make_attr(o);
+	perf_event_attr a = session::make_probe_attr(o);
 	ASSERT_TRUE(perf::uprobe_attr(path.c_str(), fn->file_offset, true, &a));
 	r = s.open_attr(a, 0, -1, 1);
 	ASSERT_EQ(r, 0) << "uretprobe on " << path << "+" << fn->file_offset
@@ -1389,7 +1389,7 @@ TEST(RightStack, PtraceStopBreakpointDeferredChainIsTheStoppedStack)
 		rr = -ENOENT;
 	if (!rr) {
 		session::Options o;
-		perf_event_attr a = session::make_attr(o);
+		perf_event_attr a = session::make_probe_attr(o);
 		a.type = PERF_TYPE_BREAKPOINT;
 		a.config = 0;
 		a.bp_type = HW_BREAKPOINT_X;

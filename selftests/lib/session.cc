@@ -63,6 +63,14 @@ perf_event_attr make_attr(const Options &o)
 	return a;
 }
 
+perf_event_attr make_probe_attr(const Options &o)
+{
+	perf_event_attr a = make_attr(o);
+
+	a.sample_period = o.period;
+	return a;
+}
+
 Options sideband(bool bare)
 {
 	Options o;

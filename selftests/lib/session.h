@@ -54,6 +54,15 @@ struct Options {
 
 /* The attr the options describe (size set, bits 38/39 as asked). */
 perf_event_attr make_attr(const Options &o);
+/*
+ * The start of an attr for another PMU than o's (a uprobe, a kprobe, a
+ * breakpoint: the caller then sets its type and config): make_attr(o)
+ * with o.period as given. It counts hits there, which a slow guest does
+ * not stretch as make_attr() stretches the default clock's nanoseconds
+ * (on one TCG thread, factor 2.1, a uprobe's period 1 became 2: every
+ * other hit sampled).
+ */
+perf_event_attr make_probe_attr(const Options &o);
 
 /*
  * A side-band receiver as perf sets one up: a dummy event with

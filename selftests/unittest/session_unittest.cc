@@ -19,7 +19,7 @@ namespace {
  * check cannot pass.
  */
 void expect_period(const char *slowdown, const session::Options &o,
-		   uint64_t want)
+		   uint64_t want, bool probe = false)
 {
 	/* A child that runs this binary again: slowdown() unread there */
 	GTEST_FLAG_SET(death_test_style, "threadsafe");
@@ -29,7 +29,9 @@ void expect_period(const char *slowdown, const session::Options &o,
 				setenv("VMTEST_SLOWDOWN", slowdown, 1);
 			else
 				unsetenv("VMTEST_SLOWDOWN");
-			uint64_t p = session::make_attr(o).sample_period;
+			uint64_t p = (probe ? session::make_probe_attr(o)
+					    : session::make_attr(o))
+					     .sample_period;
 			fprintf(stderr, "period %llu\n",
 				(unsigned long long)p);
 			_exit(p == want ? 42 : 1);
@@ -74,6 +76,22 @@ TEST(Attr, OtherEventsKeepTheirPeriods)
 	dynamic.config = PERF_COUNT_SW_TASK_CLOCK;
 	dynamic.period = 1ull << 62;
 	expect_period("2.50", dynamic, 1ull << 62);
+}
+
+/*
+ * make_probe_attr() starts an attr for another PMU from the default
+ * clock's options: its period counts hits, as given on any guest. 1<<62
+ * stretched past 1<<63 is a period the kernel refuses (EINVAL).
+ */
+TEST(Attr, ProbePeriodsAreNotStretched)
+{
+	session::Options o;
+	o.period = 1;
+	expect_period("2.10", o, 1, true);
+	o.period = 1ull << 62;
+	expect_period("2.10", o, 1ull << 62, true);
+	o.period = 200000;
+	expect_period("0.40", o, 200000, true);
 }
 
 } // namespace
