@@ -18,7 +18,8 @@ judges need of the inputs: DIR/kernel.config (--kernel-config, the
 kernel's .config), DIR/programs.txt and DIR/left_out.txt (the initramfs's
 CPIO.programs and CPIO.left_out, written by ci/guest/mkinitramfs.sh). It decides nothing: the verdict is ci/judge/vmtest's, read from
 those logs. --slow N (make vmtest SLOW=) runs the guest as on a host N
-times slower: QEMU gets 1/N of every 3 ms (SIGSTOP and SIGCONT), so the
+times slower: QEMU gets 1/N of the time in periods of 3 ms (SIGSTOP and
+SIGCONT; run.json's slow_share is the part it got), so the
 guest's clock goes on at the host's pace while it runs 1/N of the
 instructions, in user and kernel code alike. --icount (make overhead's
 default, VMTEST_ICOUNT=on) runs a TCG guest on QEMU's instruction
@@ -94,7 +95,7 @@ def stop(proc):
 # every piece of selftests/host_speed.c at least 2.5 times slower
 # (doc/harness.md, "Slow hosts", has the measured factors).
 SLOW_DEFAULT = 3
-SLOW_PERIOD = 0.003  # s: QEMU runs the first 1/N of each period
+SLOW_PERIOD = 0.003  # s: QEMU runs about the first 1/N of each period
 
 
 # What --slow and --icount (make's SLOW= and ICOUNT=) take for off
@@ -167,20 +168,25 @@ def slow_factor(value):
 
 
 class Throttle(threading.Thread):
-    """Lets proc run for SLOW_PERIOD / factor of every SLOW_PERIOD: a
-    host factor times slower for everything the guest does, its clock
-    still at the host's pace, as on a slow machine. The period is short,
-    shorter than the tests' sampling periods of a millisecond, so the
-    guest's timers fire as often per instruction as on a slow host
-    instead of bunching up over a long stop (QEMU's -icount slows user
-    code but leaves the kernel's emulated code at its speed,
-    doc/harness.md). It signals through a pidfd, never a reused pid;
-    stop() leaves proc running."""
+    """Lets proc run for 1/factor of the time: a host factor times slower
+    for everything the guest does, its clock still at the host's pace, as
+    on a slow machine. Each period is short, SLOW_PERIOD, shorter than the
+    tests' sampling periods of a millisecond, so the guest's timers fire
+    as often per instruction as on a slow host instead of bunching up over
+    a long stop (QEMU's -icount slows user code but leaves the kernel's
+    emulated code at its speed, doc/harness.md). The share is kept over
+    the whole run, not per period: a wait that ends late (a loaded host
+    wakes this thread milliseconds after a 1 ms timeout) lengthens the
+    next phase of the other kind, where fixed waits gave QEMU up to 70 %
+    of the time instead of a third. It signals through a pidfd, never a
+    reused pid; stop() leaves proc running; share() is the part of the
+    time proc was let run."""
 
     def __init__(self, proc, factor):
         super().__init__(daemon=True)
         self.pidfd = os.pidfd_open(proc.pid)
-        self.run_s = SLOW_PERIOD / factor
+        self.factor = factor
+        self.ran = self.held = 0.0  # s let run, and held stopped
         self.done = threading.Event()
 
     def signal(self, sig):
@@ -189,11 +195,32 @@ class Throttle(threading.Thread):
         except ProcessLookupError:
             self.done.set()
 
+    def wait(self, seconds):
+        """True when stop() was called (or proc is gone)."""
+        return self.done.wait(max(0.0, seconds))
+
     def run(self):
-        while not self.done.wait(self.run_s):
+        t = time.monotonic()
+        while True:
+            # run until its share of the time so far and of one more period
+            stopping = self.wait(
+                (self.ran + self.held + SLOW_PERIOD) / self.factor - self.ran)
+            now = time.monotonic()
+            self.ran, t = self.ran + now - t, now
+            if stopping:
+                return
             self.signal(signal.SIGSTOP)
-            self.done.wait(SLOW_PERIOD - self.run_s)
+            # hold it until what it ran is 1/factor of the whole
+            stopping = self.wait(self.ran * self.factor - self.ran - self.held)
+            now = time.monotonic()
+            self.held, t = self.held + now - t, now
             self.signal(signal.SIGCONT)
+            if stopping:
+                return
+
+    def share(self):
+        whole = self.ran + self.held
+        return round(self.ran / whole, 3) if whole else None
 
     def stop(self):
         self.done.set()
@@ -310,7 +337,9 @@ def boot_once(a, cmd, arch, slow, floor=None):
                 total_seconds=round(time.monotonic() - t0, 2),
                 qemu_exit=proc.returncode, timed_out=timed_out,
                 limit=limit, guest_slowdown=slowdown,
-                stopped=stopped, qemu_output=qemu_out[-2000:])
+                stopped=stopped,
+                slow_share=throttle.share() if throttle else None,
+                qemu_output=qemu_out[-2000:])
 
 
 def main(argv=None):
