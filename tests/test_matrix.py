@@ -646,7 +646,7 @@ def test_a_whole_table_has_debians_saved_full_builds_and_names_the_rest(
     and names those that have none (without fetching Debian's
     configuration for them)."""
     monkeypatch.setattr(matrix, "RESULTS", str(tmp_path / "results"))
-    tree, _ = one_commit_tree(tmp_path)
+    tree, git = one_commit_tree(tmp_path)
     built = matrix.Row("fake-debian", "x86_64", "olddefconfig", resume=True)
     broken = matrix.Row("fake-debian-arm", "x86_64", "olddefconfig",
                         resume=True)
@@ -681,6 +681,18 @@ def test_a_whole_table_has_debians_saved_full_builds_and_names_the_rest(
     assert "`make matrix SEED=20261201` makes this table again" in text
     assert "2026-12-01T23:00 to 2026-12-01T23:00" in text
     assert "\n".join(lines) in text and "60 min in all" in text
+    assert "(the series on Linux" not in text  # no base tagged
+    # the base's release, from the tagged base's Makefile
+    (tree / "Makefile").write_text(
+        "# SPDX\nVERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 118\n"
+        "EXTRAVERSION =\nNAME = Baby Opossum Posse\n")
+    subprocess.run(git + ["add", "Makefile"], check=True)
+    subprocess.run(git + ["commit", "-qm", "base"], check=True)
+    subprocess.run(git + ["tag", matrix.BASE_TAG], check=True)
+    (tree / "f").write_text("2\n")
+    subprocess.run(git + ["commit", "-qam", "the series"], check=True)
+    matrix.write_doc(str(doc), str(tree), found, lines, 20261201)
+    assert "the series (the series on Linux 6.12.118)" in doc.read_text()
     matrix.write_doc(str(doc), str(tree), found, lines, 7, 5)
     assert "`make matrix SEED=7 RANDCONFIGS=5` makes" in doc.read_text()
 

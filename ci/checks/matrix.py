@@ -1033,11 +1033,28 @@ def main(argv=None):
     return 1 if any(r["problems"] for r in results) else 0
 
 
+def base_release(tree):
+    """The kernel release of TREE's base (BASE_TAG's Makefile: Debian's
+    6.12 moves under the project, and a row's result is of one), or None
+    when it has none."""
+    p = subprocess.run(["git", "-C", tree, "show", f"{BASE_TAG}:Makefile"],
+                       capture_output=True, text=True)
+    fields = dict(re.findall(r"^(VERSION|PATCHLEVEL|SUBLEVEL|EXTRAVERSION)"
+                             r" = *(\S*)$", p.stdout, re.M))
+    if p.returncode or not fields.get("VERSION"):
+        return None
+    return ".".join(fields[k] for k in ("VERSION", "PATCHLEVEL", "SUBLEVEL")
+                    if fields.get(k)) + fields.get("EXTRAVERSION", "")
+
+
 def write_doc(path, tree, results, lines, seed, randconfigs=RANDCONFIGS):
     """doc/matrix.md: the whole table LINES of RESULTS, with when, where
     and how it was made (SEED, RANDCONFIGS: the randconfig rows')."""
     head = subprocess.run(["git", "-C", tree, "log", "-1", "--format=%h %s"],
                           capture_output=True, text=True).stdout.strip()
+    release = base_release(tree)
+    if release:
+        head += f" (the series on Linux {release})"
     dates = sorted(r["date"] for r in results)
     with open(path, "w") as f:
         f.write(DOC.format(date=f"{dates[0]} to {dates[-1]}", head=head,
