@@ -100,7 +100,8 @@ MOST_CPU = 0.45
 
 def test_slow_mode_gives_the_guest_a_third_of_the_time(tmp_path):
     """The same 1.5 s of wall time: the throttled process had the CPU for
-    at most a third of it, as the throttle says it let it, and QEMU is
+    about a third of it, as the throttle says it let it (SHARE and
+    MOST_CPU leave room for the host's wakeups), and QEMU is
     left running at the end (it wrote its count and exited by itself).
     That it is not starved: at least a tenth of the steps of the run
     without the mode (a third is asked; the host's scheduler decides
@@ -375,3 +376,51 @@ def test_a_static_key_kernel_asked_one_thread_otherwise_says_why(
     assert "tcg,thread=single" in run["command"]
     assert says in run["accel_reason"]
     assert "CONFIG_JUMP_LABEL" not in run["accel_reason"]
+
+
+class StalledThrottle(vm.Throttle):
+    """A throttle whose thread stalls STALL seconds once while QEMU
+    runs; it records every hold it asks for."""
+    STALL = 0.3
+    held_now = False
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.holds, self.stalled = [], False
+
+    def signal(self, sig):
+        self.held_now = sig == signal.SIGSTOP
+        super().signal(sig)
+
+    def wait(self, seconds):
+        if self.held_now:
+            self.holds.append(seconds)
+        stopping = super().wait(seconds)
+        if not self.held_now and not stopping and not self.stalled and \
+                self.ran > 0.1:
+            self.stalled = True
+            time.sleep(self.STALL)
+        return stopping
+
+
+def test_a_stalled_throttle_does_not_hold_the_guest_for_long(tmp_path):
+    """After its thread stalled 0.3 s with QEMU running, the throttle
+    held QEMU for 0.6 s at once to even the share (a guest stopped that
+    long sees a hung CPU); it now holds no longer than SLOW_HOLD_MOST
+    and forgives the rest, and goes on at a third afterwards."""
+    qemu = fake_qemu(tmp_path, FAKE_QEMU)
+    out = tmp_path / "steps"
+    proc = subprocess.Popen(
+        [str(qemu)], env=dict(os.environ, FAKE_SECONDS="1.5",
+                              FAKE_OUT=str(out)))
+    throttle = StalledThrottle(proc, 3)
+    throttle.start()
+    try:
+        proc.wait(timeout=60)
+    finally:
+        throttle.stop()
+    assert throttle.stalled
+    assert max(throttle.holds) <= vm.SLOW_HOLD_MOST, max(throttle.holds)
+    assert throttle.forgiven >= StalledThrottle.STALL, throttle.forgiven
+    # and it went on in short periods after the stall
+    assert len(throttle.holds) > 100, len(throttle.holds)
