@@ -189,3 +189,42 @@ def test_export_check_fails_on_patches_the_export_would_change(tmp_path):
     assert r.returncode == 1, r.stderr
     assert "feature/0000-cover-letter.patch" in r.stderr and \
         "run 'make export'" in r.stderr, r.stderr
+
+
+def test_export_check_accepts_the_same_series_on_a_newer_base(tmp_path):
+    """Debian's 6.12 moves (6.12.117, then .118): make check rebuilds the
+    tree from patches/ on whatever base is installed, and the export of
+    that tree differs from patches/ only in what the base decides (index
+    lines, hunk line numbers, base-commit). That is the same series: the
+    check passes and says to re-export; a hand edit on the moved base
+    still fails."""
+    check = os.path.join(ROOT, "ci", "series", "export-check.sh")
+    t = kernel_tree(tmp_path / "linux")
+    (t / "kernel" / "a.c").write_text("".join(f"int a{i};\n" for i in range(20)))
+    git(t, "commit", "-qam", "Linux 6.12.117")
+    git(t, "tag", "old")
+    a = t / "kernel" / "a.c"
+    a.write_text(a.read_text().replace("int a15;", "int a15 = 15;"))
+    git(t, "commit", "-qam", "unwind_user: Change a")
+    out = tmp_path / "patches"
+    fixes = tmp_path / "fixes.txt"
+    git(t, "tag", "base", "old")
+    assert export(t, out).returncode == 0
+    # The stable update: a line added above the hunk, another file changed.
+    git(t, "checkout", "-q", "old")
+    a.write_text("/* 6.12.118 */\n" + a.read_text())
+    (t / "kernel" / "b.c").write_text("int b = 118;\n")
+    git(t, "commit", "-qam", "Linux 6.12.118")
+    git(t, "tag", "-f", "base")
+    git(t, "am", "-q", str(out / "feature" / "0001-unwind_user-Change-a.patch"))
+    env = dict(ENV, VMTEST_PATCHES=str(out), VMTEST_FIXES=str(fixes))
+    r = subprocess.run(["bash", check, str(t), "base"], env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "Linux 6.12.118" in r.stderr and "make export" in r.stderr, r.stderr
+    p = out / "feature" / "0001-unwind_user-Change-a.patch"
+    p.write_text(p.read_text().replace("Change a", "Change a!"))
+    r = subprocess.run(["bash", check, str(t), "base"], env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 1, r.stderr
+    assert "0001-unwind_user-Change-a.patch" in r.stderr, r.stderr
