@@ -45,6 +45,10 @@ def test_export_is_stable_and_writes_a_cover_letter(tmp_path):
         first["feature/0000-cover-letter.patch"]
     assert first["feature/0001-unwind_user-Change-a.patch"].startswith(
         "From 0000000000000000000000000000000000000000 ")
+    # Twelve-digit blob names, as the kernel's git setup writes them, not
+    # git's default that grows with the repository.
+    assert re.search(r"^index [0-9a-f]{12}\.\.[0-9a-f]{12} 100644$",
+                     first["feature/0001-unwind_user-Change-a.patch"], re.M)
     assert export(t, out).returncode == 0
     assert snapshot(out) == first
 

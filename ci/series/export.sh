@@ -73,7 +73,7 @@ export_series() {
 	mkdir -p "$dir" "$tmp/$name"
 	# --base prints the base hash (and the fixes' patch-ids), stable as
 	# they are.
-	git -C "$tree" format-patch -q --zero-commit --no-signature --numbered \
+	format_patch "$tree" -q --zero-commit --no-signature --numbered \
 		--base="$base" -o "$tmp/$name" "$from..$to"
 	cp "$tmp/$name"/*.patch "$dir"/
 	cover "$name" "$from" "$to" "$letter" "$(ls "$dir"/0001-*.patch)" \

@@ -100,6 +100,13 @@ count_fixes() {
 	echo "$n"
 }
 
+# format_patch TREE ARGS...: git format-patch in TREE with the blob
+# abbreviations Documentation/process/submitting-patches.rst asks for
+# (core.abbrev = 12).
+# Git's default grows with the repository's object count, so without
+# it the index lines of one series change with how packed the tree is.
+format_patch() { git -C "$1" -c core.abbrev=12 format-patch "${@:2}"; }
+
 # patch_subject FILE: the subject of a format-patch file, without [PATCH n/m].
 patch_subject() {
 	awk '/^Subject: /{s = substr($0, 10)

@@ -176,7 +176,7 @@ make_series() {
 	local to_=() cc_=() ch=() bench=() fp=()
 	mkdir -p "$out" "$w"
 	# --- recipients: of this series' patches and people
-	git -C "$tree" format-patch -q --no-signature -o "$w/plain" "$from..$to"
+	format_patch "$tree" -q --no-signature -o "$w/plain" "$from..$to"
 	gm=${GET_MAINTAINER:-perl scripts/get_maintainer.pl}
 	# With roles (the default --rolestats) to split To: from Cc:; the
 	# roles are then dropped. No git history (--no-git,
@@ -228,7 +228,7 @@ make_series() {
 	for a in "${to_[@]}"; do fp+=(--to="$a"); done
 	for a in "${cc_[@]}"; do fp+=(--cc="$a"); done
 	GIT_COMMITTER_NAME=$name_ GIT_COMMITTER_EMAIL=$email \
-		git -C "$tree" format-patch "${fp[@]}" "$from..$to"
+		format_patch "$tree" "${fp[@]}" "$from..$to"
 	prep fill-cover -- "$(ls "$out"/v"$v"-0000-cover-letter.patch)" "$subject" "$w/blurb"
 	cp "$w/recipients.txt" "$out/recipients.txt"
 	series_out+=("$name")
