@@ -123,6 +123,23 @@ def test_slow_mode_gives_the_guest_a_third_of_the_time(tmp_path):
     assert slow / full > 0.1, (slow, full)
 
 
+def throttled(tmp_path, kind):
+    """The fake QEMU run for 1.5 s under a throttle of class KIND (a
+    third of the time, SLOW=on's): the throttle, and the fake's own CPU
+    seconds."""
+    out = tmp_path / "steps"
+    proc = subprocess.Popen(
+        [str(fake_qemu(tmp_path, FAKE_QEMU))],
+        env=dict(os.environ, FAKE_SECONDS="1.5", FAKE_OUT=str(out)))
+    throttle = kind(proc, 3)
+    throttle.start()
+    try:
+        proc.wait(timeout=60)
+    finally:
+        throttle.stop()
+    return throttle, float(out.read_text().split()[1])
+
+
 class LateThrottle(vm.Throttle):
     """A throttle on a loaded host: each wait that lets QEMU run ends
     LATE seconds after its timeout (the thread is woken late), the
@@ -146,18 +163,7 @@ def test_late_wakeups_do_not_give_the_guest_more_time(tmp_path):
     6 ms with waits of fixed length (1 ms to run, 2 to hold): two thirds
     of the time where a third was asked. The throttle holds it longer
     after a long run, so its share over the run stays a third."""
-    qemu = fake_qemu(tmp_path, FAKE_QEMU)
-    out = tmp_path / "steps"
-    proc = subprocess.Popen(
-        [str(qemu)], env=dict(os.environ, FAKE_SECONDS="1.5",
-                              FAKE_OUT=str(out)))
-    throttle = LateThrottle(proc, 3)
-    throttle.start()
-    try:
-        proc.wait(timeout=60)
-    finally:
-        throttle.stop()
-    cpu = float(out.read_text().split()[1])
+    throttle, cpu = throttled(tmp_path, LateThrottle)
     assert SHARE[0] <= throttle.share() <= SHARE[1], throttle.share()
     assert cpu <= MOST_CPU, (cpu, throttle.share())
 
@@ -408,17 +414,7 @@ def test_a_stalled_throttle_does_not_hold_the_guest_for_long(tmp_path):
     held QEMU for 0.6 s at once to even the share (a guest stopped that
     long sees a hung CPU); it now holds no longer than SLOW_HOLD_MOST
     and forgives the rest, and goes on at a third afterwards."""
-    qemu = fake_qemu(tmp_path, FAKE_QEMU)
-    out = tmp_path / "steps"
-    proc = subprocess.Popen(
-        [str(qemu)], env=dict(os.environ, FAKE_SECONDS="1.5",
-                              FAKE_OUT=str(out)))
-    throttle = StalledThrottle(proc, 3)
-    throttle.start()
-    try:
-        proc.wait(timeout=60)
-    finally:
-        throttle.stop()
+    throttle, _ = throttled(tmp_path, StalledThrottle)
     assert throttle.stalled
     assert max(throttle.holds) <= vm.SLOW_HOLD_MOST, max(throttle.holds)
     assert throttle.forgiven >= StalledThrottle.STALL, throttle.forgiven
