@@ -203,25 +203,49 @@ TEST(Abi, AttrSizeUnchanged)
 }
 
 /*
- * Sample ourselves with the bits on while reading /dev/zero. 40 ms give
- * ~150 samples and records under TCG: every check needs one.
+ * Sample ourselves with the bits on while reading /dev/zero, in rounds of
+ * work::mixed() until want samples with the marker have drained (every
+ * check needs some) or the deadline passes. Rounds, not a fixed time: how
+ * many of a round's hits are sampled depends on the host and the kernel
+ * (since 6.12.118, as upstream, an exclude_kernel cpu-clock samples only
+ * the hits that land in user mode: a round of 40 ms gave 0 to 10 of them
+ * on the debug kernel under TCG, against ~120 hits in all).
  */
 struct SelfRun {
 	session::Session s;
 	int err = 0;
 	uint64_t id = 0;
+	int rounds = 0;
+	size_t marked = 0;
+	std::string waited;
 };
 
-void record_self(SelfRun *run, session::Options o, double seconds = 0.04)
+size_t marked_samples(const session::Session &s)
+{
+	std::string err;
+	size_t n = 0;
+	for (const perf::Sample &sm : s.samples(0, &err))
+		n += perf::split_callchain(sm.callchain).deferred;
+	return n;
+}
+
+void record_self(SelfRun *run, session::Options o, size_t want = 20)
 {
 	run->err = run->s.open(o, 0, -1);
 	if (run->err)
 		return;
 	run->id = run->s.id(0);
+	work::Deadline deadline(20);
 	run->s.enable();
-	work::mixed(seconds);
+	do {
+		work::mixed(0.04);
+		run->rounds++;
+		run->s.drain();
+		run->marked = marked_samples(run->s);
+	} while (run->marked < want && !deadline.passed());
 	run->s.disable();
 	run->s.drain();
+	run->waited = deadline.describe();
 }
 
 TEST(Abi, DeferredRecordLayoutAndTrailer)
@@ -395,8 +419,9 @@ TEST(Abi, MarkerAndCookieAreTheLastTwoEntries)
 		perf::MatchResult r = m.match();
 		printf("# exclude_kernel=%d: %d samples, %d with the marker, "
 		       "%d exactly [marker, cookie], %d unwound in place (%zu "
-		       "after their entry's record)\n", exclude_kernel, total,
-		       deferred, user_only, in_place, r.explained_fallbacks);
+		       "after their entry's record); %d rounds, %s\n",
+		       exclude_kernel, total, deferred, user_only, in_place,
+		       r.explained_fallbacks, run.rounds, run.waited.c_str());
 		EXPECT_GT(deferred, 0);
 		/*
 		 * cpu-clock samples are interrupts: one that lands while the
