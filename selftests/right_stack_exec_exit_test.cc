@@ -294,6 +294,14 @@ TEST(RightStack, ExitStormLeavesNoEmptyOrMissingRecord)
 	ASSERT_GE(fd, 0);
 	constexpr int kRounds = 4, kThreads = 6, kProcs = 3;
 	size_t empty = 0, exited = 0, buffers = 0;
+	/* Lost records by the role of their buffer (open_exit_events()) */
+	const char *const roles[] = { "receiver", "cpu-clock",
+				      "sched_switch", "sched_process_exit",
+				      "sys_enter_exit",
+				      "sys_enter_exit_group" };
+	constexpr size_t kRoles = sizeof(roles) / sizeof(roles[0]);
+	uint64_t lost_in[kRoles] = {};
+	size_t most_bytes[kRoles] = {}; /* one task's round, largest */
 	perf::MatchResult total;
 	std::string err, empty_example, first_problem;
 	for (int round = 0; round < kRounds; round++) {
@@ -353,6 +361,14 @@ TEST(RightStack, ExitStormLeavesNoEmptyOrMissingRecord)
 		ASSERT_TRUE(s.match(&m, &err)) << err;
 		perf::MatchResult res = m.match();
 		buffers += s.size();
+		for (size_t i = 0; i < s.size(); i++) {
+			size_t bytes = 0;
+			for (const perf::Record &rec : s.records(i))
+				bytes += rec.header.size;
+			lost_in[i % kRoles] += s.event(i).lost();
+			most_bytes[i % kRoles] =
+				std::max(most_bytes[i % kRoles], bytes);
+		}
 		for (const perf::Delivery &d : m.deliveries())
 			if (!d.nr && !empty++)
 				empty_example = "tid " + std::to_string(d.tid) +
@@ -387,6 +403,10 @@ TEST(RightStack, ExitStormLeavesNoEmptyOrMissingRecord)
 	       total.matched, total.unmatched.size(), empty,
 	       empty ? ", e.g. " : "", empty_example.c_str(),
 	       total.orphans.size(), (unsigned long long)total.lost);
+	for (size_t i = 0; i < kRoles; i++)
+		printf("# %s buffers: at most %zu KiB from one task's round, "
+		       "%llu records lost\n", roles[i], most_bytes[i] >> 10,
+		       (unsigned long long)lost_in[i]);
 	EXPECT_EQ(exited, (size_t)kRounds * (kThreads + kProcs));
 	EXPECT_GT(total.announced, 0u);
 	EXPECT_EQ(empty, 0u) << "deferred records with an empty chain";
