@@ -244,32 +244,37 @@ extern "C" __attribute__((noinline)) void rs_exiting_work(int fd, int reads)
  * sched_switch, sched_process_exit, and the entries of exit and
  * exit_group, whose requests are always pending when do_exit() starts
  * (PF_EXITING is not set yet): only the exit path can answer them.
+ *
+ * Each buffer holds a whole round of its task, so a reader that gets no
+ * CPU while the tasks run loses nothing. A round is a fixed amount of
+ * work, and cpu-clock's period stretches with the guest's slowdown, so
+ * its size does not grow with a slow host. With no reading during the
+ * round (rt-debug, one TCG thread), the fullest buffers took: cpu-clock
+ * 489 KiB, sched_switch 75 KiB, receiver 32 KiB, the exit tracepoints
+ * less than 1 KiB. The old 64, 16 and 16 pages relied on the reader:
+ * in a whole rt-debug suite it fell behind and 46 records were lost.
  */
+constexpr size_t kExitRecvPages = 32, kExitClockPages = 256,
+		 kExitSwitchPages = 64, kExitTracepointPages = 16;
+
 int open_exit_events(session::Session *s, pid_t tid,
 		     const std::vector<long> &tps)
 {
 	session::Options recv = session::sideband(true);
-	recv.pages = 16;
+	recv.pages = kExitRecvPages;
 	int r = s->open(recv, tid, -1);
 	session::Options o;
 	o.defer_output = false;
-	/*
-	 * The cpu-clock sampler's buffer: the test drains every buffer
-	 * while the threads run and while a child process is waited for.
-	 * Left to fill while the threads ran, 16 pages lost 3 records of
-	 * 9749 samples on the debug kernel and 64 pages 19 records of 9509
-	 * on a loaded host (a thread's samples grow with the host's
-	 * slowness); 64 now only absorb the reader's pauses.
-	 */
-	o.pages = 64;
+	o.pages = kExitClockPages;
 	o.period = 100000;
 	if (!r)
 		r = s->open(o, tid, -1);
 	o.type = PERF_TYPE_TRACEPOINT;
 	o.period = 1;
-	o.pages = 16;
 	for (long id : tps) {
 		o.config = (uint64_t)id;
+		o.pages = o.config == (uint64_t)tps[0] ? kExitSwitchPages
+						       : kExitTracepointPages;
 		if (!r)
 			r = s->open(o, tid, -1);
 	}
@@ -342,7 +347,7 @@ TEST(RightStack, ExitStormLeavesNoEmptyOrMissingRecord)
 		go = true;
 		for (auto &k : kids)
 			k.release();
-		/* Read while they run: their samples grow with a slow host */
+		/* Read while they run too: room beyond a round, not a need */
 		while (done.load() < kThreads) {
 			s.drain();
 			usleep(1000);
