@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -254,27 +255,39 @@ extern "C" __attribute__((noinline)) void rs_exiting_work(int fd, int reads)
  * less than 1 KiB. The old 64, 16 and 16 pages relied on the reader:
  * in a whole rt-debug suite it fell behind and 46 records were lost.
  */
-constexpr size_t kExitRecvPages = 32, kExitClockPages = 256,
-		 kExitSwitchPages = 64, kExitTracepointPages = 16;
+struct ExitBuffer {
+	const char *name; /* a tracepoint's, or the event's role */
+	size_t pages;
+};
+/* In the order open_exit_events() opens them, the tracepoints last */
+constexpr ExitBuffer kExitBuffers[] = {
+	{ "receiver", 32 },
+	{ "cpu-clock", 256 },
+	{ "sched/sched_switch", 64 },
+	{ "sched/sched_process_exit", 16 },
+	{ "syscalls/sys_enter_exit", 16 },
+	{ "syscalls/sys_enter_exit_group", 16 },
+};
+constexpr size_t kExitEvents = std::size(kExitBuffers);
+constexpr size_t kExitFirstTracepoint = 2;
 
 int open_exit_events(session::Session *s, pid_t tid,
 		     const std::vector<long> &tps)
 {
 	session::Options recv = session::sideband(true);
-	recv.pages = kExitRecvPages;
+	recv.pages = kExitBuffers[0].pages;
 	int r = s->open(recv, tid, -1);
 	session::Options o;
 	o.defer_output = false;
-	o.pages = kExitClockPages;
+	o.pages = kExitBuffers[1].pages;
 	o.period = 100000;
 	if (!r)
 		r = s->open(o, tid, -1);
 	o.type = PERF_TYPE_TRACEPOINT;
 	o.period = 1;
-	for (long id : tps) {
-		o.config = (uint64_t)id;
-		o.pages = o.config == (uint64_t)tps[0] ? kExitSwitchPages
-						       : kExitTracepointPages;
+	for (size_t i = 0; i < tps.size(); i++) {
+		o.config = (uint64_t)tps[i];
+		o.pages = kExitBuffers[kExitFirstTracepoint + i].pages;
 		if (!r)
 			r = s->open(o, tid, -1);
 	}
@@ -287,26 +300,18 @@ TEST(RightStack, ExitStormLeavesNoEmptyOrMissingRecord)
 		  "record with a stack, none an empty one (doc/kernel.md: "
 		  "exit and exec)");
 	SKIP_UNLESS_DEFER_CALLCHAIN();
-	const std::vector<long> tps = {
-		work::tracepoint_id("sched/sched_switch"),
-		work::tracepoint_id("sched/sched_process_exit"),
-		work::tracepoint_id("syscalls/sys_enter_exit"),
-		work::tracepoint_id("syscalls/sys_enter_exit_group"),
-	};
+	std::vector<long> tps;
+	for (size_t i = kExitFirstTracepoint; i < kExitEvents; i++)
+		tps.push_back(work::tracepoint_id(kExitBuffers[i].name));
 	if (*std::min_element(tps.begin(), tps.end()) < 0)
 		GTEST_SKIP() << "no sched or syscall tracepoints in tracefs";
 	int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
 	ASSERT_GE(fd, 0);
 	constexpr int kRounds = 4, kThreads = 6, kProcs = 3;
 	size_t empty = 0, exited = 0, buffers = 0;
-	/* Lost records by the role of their buffer (open_exit_events()) */
-	const char *const roles[] = { "receiver", "cpu-clock",
-				      "sched_switch", "sched_process_exit",
-				      "sys_enter_exit",
-				      "sys_enter_exit_group" };
-	constexpr size_t kRoles = sizeof(roles) / sizeof(roles[0]);
-	uint64_t lost_in[kRoles] = {};
-	size_t most_bytes[kRoles] = {}; /* one task's round, largest */
+	/* By kExitBuffers' entry: records lost, most from one task's round */
+	uint64_t lost_in[kExitEvents] = {};
+	size_t most_bytes[kExitEvents] = {};
 	perf::MatchResult total;
 	std::string err, empty_example, first_problem;
 	for (int round = 0; round < kRounds; round++) {
@@ -370,9 +375,9 @@ TEST(RightStack, ExitStormLeavesNoEmptyOrMissingRecord)
 			size_t bytes = 0;
 			for (const perf::Record &rec : s.records(i))
 				bytes += rec.header.size;
-			lost_in[i % kRoles] += s.event(i).lost();
-			most_bytes[i % kRoles] =
-				std::max(most_bytes[i % kRoles], bytes);
+			lost_in[i % kExitEvents] += s.event(i).lost();
+			most_bytes[i % kExitEvents] =
+				std::max(most_bytes[i % kExitEvents], bytes);
 		}
 		for (const perf::Delivery &d : m.deliveries())
 			if (!d.nr && !empty++)
@@ -408,9 +413,11 @@ TEST(RightStack, ExitStormLeavesNoEmptyOrMissingRecord)
 	       total.matched, total.unmatched.size(), empty,
 	       empty ? ", e.g. " : "", empty_example.c_str(),
 	       total.orphans.size(), (unsigned long long)total.lost);
-	for (size_t i = 0; i < kRoles; i++)
-		printf("# %s buffers: at most %zu KiB from one task's round, "
-		       "%llu records lost\n", roles[i], most_bytes[i] >> 10,
+	const size_t page_kib = (size_t)sysconf(_SC_PAGESIZE) >> 10;
+	for (size_t i = 0; i < kExitEvents; i++)
+		printf("# %s buffers: at most %zu KiB of %zu from one task's "
+		       "round, %llu records lost\n", kExitBuffers[i].name,
+		       most_bytes[i] >> 10, kExitBuffers[i].pages * page_kib,
 		       (unsigned long long)lost_in[i]);
 	EXPECT_EQ(exited, (size_t)kRounds * (kThreads + kProcs));
 	EXPECT_GT(total.announced, 0u);
