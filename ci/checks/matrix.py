@@ -155,10 +155,11 @@ RANDCONFIGS = 3
 
 # Rows only named with --rows: Debian's own configuration, every module
 # built (4051 on amd64, 4164 on arm64), the series' new options taking
-# their defaults as olddefconfig gives them. Hours on two cores: amd64's
-# took 112 min from an empty ccache (about 17900 objects, 2.2 to 3.3 a
-# second); a run cut short resumes on the same machine (see run_row), so
-# on a new machine start such a row first.
+# their defaults as olddefconfig gives them. About two hours each on two
+# cores: amd64's took 112 min from an empty ccache (about 17900 objects,
+# 2.2 to 3.3 a second; the others not yet measured). A run cut short
+# resumes only on the same machine (see run_row), so on a new machine
+# start such a row first.
 # Without debug info, as the guest's built-in part (debian-guest.config):
 # it adds no code and no warning, doubles the build, and Debian's BTF
 # needs pahole, which no build here installs.
