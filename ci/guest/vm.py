@@ -214,9 +214,12 @@ class Throttle(threading.Thread):
                                   SLOW_PERIOD) / self.factor - self.ran)
             if stopping:  # a phase cut short: not counted
                 return
+            # read the clock after SIGSTOP and before SIGCONT: a moment
+            # this thread loses around a signal (a loaded host preempts
+            # it; woken QEMU may take its CPU) was QEMU's to run
+            self.signal(signal.SIGSTOP)
             now = time.monotonic()
             self.ran, t = self.ran + now - t, now
-            self.signal(signal.SIGSTOP)
             # hold it until what it ran is 1/factor of the whole
             owed = self.ran * self.factor - self.ran - self.held - \
                 self.forgiven
@@ -224,10 +227,10 @@ class Throttle(threading.Thread):
                 self.forgiven += owed - SLOW_HOLD_MOST
                 owed = SLOW_HOLD_MOST
             stopping = self.wait(owed)
+            now = time.monotonic()
             self.signal(signal.SIGCONT)
             if stopping:
                 return
-            now = time.monotonic()
             self.held, t = self.held + now - t, now
 
     def share(self):
