@@ -265,8 +265,14 @@ def run(args, cwd, log_path, env=None):
 
 
 def exit_on_sigterm():
-    """SIGTERM ends the matrix as ^C does: through run()'s clean-up."""
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    """SIGTERM ends the matrix as ^C does: through run()'s clean-up, and
+    the first one alone: another (pkill -s sends one, and make matrix's
+    make passes its own on) would raise again inside the clean-up and cut
+    it short, leaving the kernel build running."""
+    def end(*_):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        sys.exit(143)
+    signal.signal(signal.SIGTERM, end)
 
 
 def read_config(obj, name=".config"):
