@@ -103,25 +103,16 @@ void run_hostile(const std::string &mode, bool compat, bool deferred,
 			want = &e;
 	ASSERT_NE(want, nullptr) << mode;
 
-	work::Child child;
-	session::Session s;
 	session::Options o;
 	o.period = 150000;
 	o.pages = 256;
 	o.defer_callchain = o.defer_output = deferred;
-	/* 60 ms of hostile reads: ~300 chains from the loop under TCG. */
-	int st = session::record_program(&s, &child, { path, mode, "60" }, o);
-	ASSERT_GE(st, 0) << path << ": " << strerror(-st);
-	if (session::exec_failed(st))
-		GTEST_SKIP() << "cannot exec " << path;
-	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
-		<< name << " " << mode << ": wait status 0x" << std::hex << st;
 
 	uint64_t limit = compat ? kCompatUserLimit : perf_abi::kUserLimit;
 	std::map<size_t, int> nr_hist; /* of chains from the loop's read */
-	int chains = 0, hostile = 0, wrong_nr = 0, kernel = 0;
+	int chains = 0, hostile = 0, wrong_nr = 0, kernel = 0, unclean = 0;
 	size_t longest = 0;
-	std::string first_wrong, first_kernel;
+	std::string first_wrong, first_kernel, first_unclean;
 	auto check = [&](const std::vector<uint64_t> &ips) {
 		chains++;
 		longest = std::max(longest, ips.size());
@@ -141,20 +132,63 @@ void run_hostile(const std::string &mode, bool compat, bool deferred,
 		if (!ok && !wrong_nr++)
 			first_wrong = session::hex_chain(ips);
 	};
-	perf::CookieMatcher m;
-	ASSERT_TRUE(s.match(&m, &err)) << err;
-	perf::MatchResult r = m.match();
-	if (deferred) {
-		for (const perf::DeferredCallchain &d : s.deferred(0, &err))
-			check(d.ips);
-	} else {
-		for (const perf::Sample &sm : s.samples(0, &err)) {
-			perf::SplitChain c = perf::split_callchain(sm.callchain);
-			if (c.has_user_ctx)
-				check(c.user);
+	/* One recording of 60 ms of hostile reads: ~300 chains from the loop
+	 * under TCG. Every chain of every recording is checked. */
+	auto record = [&]() {
+		work::Child child;
+		session::Session s;
+		int st = session::record_program(&s, &child,
+						 { path, mode, "60" }, o);
+		ASSERT_GE(st, 0) << path << ": " << strerror(-st);
+		if (session::exec_failed(st))
+			GTEST_SKIP() << "cannot exec " << path;
+		ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			<< name << " " << mode << ": wait status 0x" << std::hex
+			<< st;
+		perf::CookieMatcher m;
+		ASSERT_TRUE(s.match(&m, &err)) << err;
+		perf::MatchResult r = m.match();
+		if (deferred) {
+			for (const perf::DeferredCallchain &d :
+			     s.deferred(0, &err))
+				check(d.ips);
+		} else {
+			for (const perf::Sample &sm : s.samples(0, &err)) {
+				perf::SplitChain c =
+					perf::split_callchain(sm.callchain);
+				if (c.has_user_ctx)
+					check(c.user);
+			}
 		}
+		ASSERT_TRUE(err.empty()) << err;
+		if (!deferred)
+			return;
+		printf("# %s\n", r.describe().c_str());
+		/* The helper exits: even its last entry gets its record */
+		if ((!r.unmatched.empty() || !r.orphans.empty() ||
+		     !r.duplicates.empty() || r.bad_marker_samples) &&
+		    !unclean++)
+			first_unclean = r.describe();
+	};
+	/*
+	 * Again while the loop gave no chain, up to kRecordings times: the
+	 * helper's 60 ms are of its CPU clock, which runs on while the host
+	 * has the guest's vCPU stopped, and a sample timer fires once however
+	 * long the stop. QEMU stopped 400 of every 450 ms gave 2 to 13
+	 * chains from the loop where an unstopped one gives 50 to 280; a CI
+	 * run on a busy host had deferred kernel_ret-32 and unmapped-64 give
+	 * none.
+	 */
+	constexpr int kRecordings = 5;
+	int recordings = 0;
+	while (recordings < kRecordings && !hostile) {
+		recordings++;
+		record();
+		if (::testing::Test::HasFatalFailure() ||
+		    ::testing::Test::IsSkipped())
+			return;
 	}
-	ASSERT_TRUE(err.empty()) << err;
+	printf("# %d recording(s)\n", recordings);
 	printf("# %s %s, %s: %d chains, %d from the hostile loop's read, "
 	       "longest %zu; nr of the loop's chains:", name.c_str(),
 	       mode.c_str(), deferred ? "deferred" : "in place", chains,
@@ -177,16 +211,13 @@ void run_hostile(const std::string &mode, bool compat, bool deferred,
 		}
 		return;
 	}
-	printf("# %s\n", r.describe().c_str());
 	EXPECT_EQ(wrong_nr, 0) << "the walk did not stop at the hostile frame "
 				  "pointer with " << want->deferred
 			       << " entries: " << first_wrong;
 	EXPECT_EQ(kernel, 0) << "kernel address in a deferred user chain: "
 			     << first_kernel;
-	/* The helper exits: even its last entry gets its record */
-	EXPECT_TRUE(r.unmatched.empty() && r.orphans.empty() &&
-		    r.duplicates.empty() && !r.bad_marker_samples)
-		<< r.describe();
+	EXPECT_EQ(unclean, 0) << "records not matched one to one with their "
+			      << "cookies, the first: " << first_unclean;
 }
 
 constexpr const char *kHostileWhy =
