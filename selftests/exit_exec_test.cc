@@ -36,10 +36,11 @@ constexpr const char *kExitExecWhy =
 /*
  * Sample the child running argv; kill it after kill_ms if > 0. Its runs
  * are short (80-100 ms of reads: ~1000 samples under TCG): what is judged
- * is the exit or exec at their end.
+ * is the exit or exec at their end. *leafless: an image that ran its read
+ * loop had no record of cs_leaf's stack, a failure only if judge_leaf.
  */
-void run_child(const char *what, const std::vector<std::string> &argv,
-	       int kill_ms)
+void record_child(const char *what, const std::vector<std::string> &argv,
+		  int kill_ms, bool judge_leaf, bool *leafless)
 {
 	/* Killed children may not get as far as their read loop */
 	const bool reaches_leaf = kill_ms <= 0;
@@ -165,12 +166,40 @@ void run_child(const char *what, const std::vector<std::string> &argv,
 	 * ms; a child killed early may not have reached it (the SIGKILL
 	 * case: every leaf in its image, none in cs_leaf).
 	 */
-	for (size_t i = 0; i < img.size() && reaches_leaf; i++)
-		EXPECT_GT(full[i], 0u) << "no record of cs_leaf's stack in "
-				       << paths[i];
+	for (size_t i = 0; i < img.size() && reaches_leaf; i++) {
+		if (full[i])
+			continue;
+		*leafless = true;
+		if (judge_leaf)
+			EXPECT_GT(full[i], 0u) << "no record of cs_leaf's stack "
+					       << "in " << paths[i];
+	}
 	/* The last entry's records are written before the task goes */
 	EXPECT_EQ(tail_announces, 0u)
 		<< "samples after the task's last record";
+}
+
+/*
+ * record_child() again while an image had no record of cs_leaf's stack,
+ * up to kRecordings times, every other check made on every recording.
+ * The loop's 80-100 ms are of the helper's CPU clock, which runs on while
+ * the host has the guest's vCPU stopped: a CI run's debug guest (-smp 4
+ * on two host cores) had the 64-bit image of Exec32To64 take none.
+ */
+void run_child(const char *what, const std::vector<std::string> &argv,
+	       int kill_ms)
+{
+	constexpr int kRecordings = 5;
+	for (int n = 1;; n++) {
+		bool leafless = false;
+		record_child(what, argv, kill_ms, n == kRecordings, &leafless);
+		if (!leafless || n == kRecordings ||
+		    ::testing::Test::HasFatalFailure() ||
+		    ::testing::Test::IsSkipped()) {
+			printf("# %d recording(s)\n", n);
+			return;
+		}
+	}
 }
 
 TEST(ExitExec, ExitGroupAfterLongSyscall64)
