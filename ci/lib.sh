@@ -82,6 +82,21 @@ cpu_seconds() {
 	fi
 }
 
+# say_if_build_lock_held: when another process holds the build lock, say
+# that this one waits and for whom (/proc/locks names the holder's pid): a
+# make matrix row holds it for up to an hour, and flock(1) waits silently.
+say_if_build_lock_held() {
+	mkdir -p "$BUILD"
+	flock -n "$KBUILD_LOCK" true 2>/dev/null && return 0
+	local ino pid='' who=''
+	ino=$(stat -L -c %i "$KBUILD_LOCK" 2>/dev/null) &&
+		pid=$(awk -v ino="$ino" '$2 == "FLOCK" {
+			n = split($6, f, ":"); if (f[n] == ino) { print $5; exit } }' \
+			/proc/locks 2>/dev/null)
+	[ -n "$pid" ] && who=$(ps -o args= -p "$pid" 2>/dev/null | cut -c1-120)
+	log "waiting for the build lock $KBUILD_LOCK: held by ${pid:-another process}${who:+ ($who)}; one kernel build or guest at a time"
+}
+
 # Run a kernel build under one lock: two cores, one build at a time. A
 # caller that holds the lock already (VMTEST_BUILD_LOCKED, lock_script)
 # runs it as it is: a second flock of the same file would wait for ever.
@@ -90,6 +105,7 @@ with_build_lock() {
 	if [ -n "${VMTEST_BUILD_LOCKED:-}" ]; then
 		"$@"
 	else
+		say_if_build_lock_held
 		flock "$KBUILD_LOCK" "$@"
 	fi
 }
@@ -98,6 +114,6 @@ with_build_lock() {
 # build lock (VMTEST_BUILD_LOCKED marks the locked run, which goes on).
 lock_script() {
 	[ -z "${VMTEST_BUILD_LOCKED:-}" ] || return 0
-	mkdir -p "$BUILD"
+	say_if_build_lock_held
 	VMTEST_BUILD_LOCKED=1 exec flock "$KBUILD_LOCK" "$0" "$@"
 }

@@ -128,3 +128,66 @@ def test_kunit_and_golden_refuse_what_they_would_get_wrong():
                            env=dict(os.environ, **env), capture_output=True,
                            text=True)
         assert p.returncode == 2 and "error: make " in p.stderr, (script, p)
+
+
+def hold_lock(path):
+    """A process that holds the build lock at path until killed, once it
+    has it (it says so on its stdout)."""
+    # -o: the lock stays with flock, not its child, so killing it frees it
+    p = subprocess.Popen(["flock", "-o", str(path), "sh", "-c",
+                          "echo held; exec sleep 60"],
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline() == "held\n"
+    return p
+
+
+def test_a_build_that_waits_for_the_lock_says_for_whom(tmp_path):
+    """flock(1) waits silently, and a make matrix row holds the lock for
+    up to an hour: a build queued behind it says it waits, naming the
+    holder's pid and command; one that does not wait says nothing."""
+    cmd = ["bash", "-c", '. "$1" && with_build_lock echo built', "-",
+           os.path.join(ROOT, "ci", "lib.sh")]
+    free = subprocess.run(cmd, env=env(tmp_path), capture_output=True,
+                          text=True, timeout=60)
+    assert free.returncode == 0 and free.stdout == "built\n", free.stderr
+    assert "waiting" not in free.stderr
+    holder = hold_lock(tmp_path / "lock")
+    try:
+        waiter = subprocess.Popen(cmd, env=env(tmp_path), text=True,
+                                  stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+        line = waiter.stderr.readline()
+        assert f"waiting for the build lock {tmp_path / 'lock'}: held by " \
+            f"{holder.pid} (flock " in line, line
+        assert waiter.poll() is None, "it went on with the lock held"
+    finally:
+        holder.kill()
+        holder.wait()
+    out, err = waiter.communicate(timeout=60)
+    assert waiter.returncode == 0 and out == "built\n", err
+
+
+def test_python_takes_the_lock_saying_for_whom_it_waits(tmp_path):
+    """ci/build/lock.py (make matrix, make mutate) says it as the shell
+    scripts do, and only when it waits."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+            "from ci.build import lock; "
+            "lock.take(lambda m: print(m, flush=True)); print('taken')")
+    cmd = ["/usr/bin/python3", "-c", code, ROOT]
+    e = env(tmp_path)
+    e.pop("VMTEST_BUILD_LOCKED", None)
+    free = subprocess.run(cmd, env=e, capture_output=True, text=True,
+                          timeout=60)
+    assert free.stdout == "taken\n", free.stderr
+    holder = hold_lock(tmp_path / "lock")
+    try:
+        waiter = subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE,
+                                  text=True)
+        line = waiter.stdout.readline()
+        assert line.startswith(f"waiting for the build lock "
+                               f"{tmp_path / 'lock'}: held by "
+                               f"{holder.pid} (flock "), line
+    finally:
+        holder.kill()
+        holder.wait()
+    assert waiter.communicate(timeout=60)[0] == "taken\n"

@@ -2,6 +2,7 @@
 with_build_lock take (two cores, one build or guest at a time)."""
 import fcntl
 import os
+import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -28,7 +29,17 @@ def take(log):
                                                          ".kbuild.lock")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    log(f"waiting for the build lock {path}")
-    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        # who holds it, said as the shell scripts say it (ci/lib.sh)
+        r = subprocess.run(["bash", "-c", '. "$1" && say_if_build_lock_held',
+                            "-", os.path.join(ROOT, "ci", "lib.sh")],
+                           env=dict(os.environ, VMTEST_LOCK=path),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True)
+        log(r.stderr.strip().removeprefix("==> ") or
+            f"waiting for the build lock {path}")
+        fcntl.flock(fd, fcntl.LOCK_EX)
     _held = fd
     os.environ["VMTEST_BUILD_LOCKED"] = "1"
