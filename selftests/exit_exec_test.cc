@@ -179,27 +179,16 @@ void record_child(const char *what, const std::vector<std::string> &argv,
 		<< "samples after the task's last record";
 }
 
-/*
- * record_child() again while an image had no record of cs_leaf's stack,
- * up to kRecordings times, every other check made on every recording.
- * The loop's 80-100 ms are of the helper's CPU clock, which runs on while
- * the host has the guest's vCPU stopped: a CI run's debug guest (-smp 4
- * on two host cores) had the 64-bit image of Exec32To64 take none.
- */
+/* record_child() again while an image had no record of cs_leaf's stack
+ * (session::record_until), every other check made on every recording. */
 void run_child(const char *what, const std::vector<std::string> &argv,
 	       int kill_ms)
 {
-	constexpr int kRecordings = 5;
-	for (int n = 1;; n++) {
+	session::record_until([&](bool last) {
 		bool leafless = false;
-		record_child(what, argv, kill_ms, n == kRecordings, &leafless);
-		if (!leafless || n == kRecordings ||
-		    ::testing::Test::HasFatalFailure() ||
-		    ::testing::Test::IsSkipped()) {
-			printf("# %d recording(s)\n", n);
-			return;
-		}
-	}
+		record_child(what, argv, kill_ms, last, &leafless);
+		return !leafless;
+	});
 }
 
 TEST(ExitExec, ExitGroupAfterLongSyscall64)

@@ -170,25 +170,13 @@ void run_hostile(const std::string &mode, bool compat, bool deferred,
 		    !unclean++)
 			first_unclean = r.describe();
 	};
-	/*
-	 * Again while the loop gave no chain, up to kRecordings times: the
-	 * helper's 60 ms are of its CPU clock, which runs on while the host
-	 * has the guest's vCPU stopped, and a sample timer fires once however
-	 * long the stop. QEMU stopped 400 of every 450 ms gave 2 to 13
-	 * chains from the loop where an unstopped one gives 50 to 280; a CI
-	 * run on a busy host had deferred kernel_ret-32 and unmapped-64 give
-	 * none.
-	 */
-	constexpr int kRecordings = 5;
-	int recordings = 0;
-	while (recordings < kRecordings && !hostile) {
-		recordings++;
+	/* Again while the loop gave no chain (session::record_until) */
+	session::record_until([&](bool) {
 		record();
-		if (::testing::Test::HasFatalFailure() ||
-		    ::testing::Test::IsSkipped())
-			return;
-	}
-	printf("# %d recording(s)\n", recordings);
+		return hostile > 0;
+	});
+	if (::testing::Test::HasFatalFailure() || ::testing::Test::IsSkipped())
+		return;
 	printf("# %s %s, %s: %d chains, %d from the hostile loop's read, "
 	       "longest %zu; nr of the loop's chains:", name.c_str(),
 	       mode.c_str(), deferred ? "deferred" : "in place", chains,

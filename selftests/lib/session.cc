@@ -14,6 +14,8 @@
 
 #include <sstream>
 
+#include <gtest/gtest.h>
+
 #include "perf_abi.h"
 
 namespace session {
@@ -271,6 +273,21 @@ bool exec_failed(int status)
 {
 	/* The child side of work::Child exits 127 when execv() fails. */
 	return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 127;
+}
+
+int record_until(const std::function<bool(bool last)> &record)
+{
+	int n = 0;
+	bool enough = false;
+	while (!enough && n < kRecordings) {
+		n++;
+		enough = record(n == kRecordings);
+		if (::testing::Test::HasFatalFailure() ||
+		    ::testing::Test::IsSkipped())
+			break;
+	}
+	printf("# %d recording(s)\n", n);
+	return n;
 }
 
 uint64_t Session::id(size_t i) const

@@ -180,6 +180,21 @@ int record_program(Session *s, work::Child *child,
 /* The status record_program() returns when the helper could not exec. */
 bool exec_failed(int status);
 
+/*
+ * For a test that records a helper's run and needs the run to have taken
+ * samples in one place of it: calls record(last) up to kRecordings times,
+ * until it returns true (the run took what the test judges), a fatal
+ * failure or a skip; last is true on the final call, where what is still
+ * missing fails the test. Prints and returns the number of calls.
+ * Why again: a helper runs its loop for a span of its own CPU clock, which
+ * runs on while the host has the guest's vCPU stopped, and a sample timer
+ * fires once however long the stop. With QEMU stopped 400 of every 450 ms
+ * a 60 ms loop took 2 to 13 samples where an unstopped one takes 50 to
+ * 280, and CI's debug guest (-smp 4 on two host cores) had runs take none.
+ */
+constexpr int kRecordings = 5;
+int record_until(const std::function<bool(bool last)> &record);
+
 /* The online CPUs (/sys/devices/system/cpu/online). */
 std::vector<int> online_cpus();
 
