@@ -768,3 +768,53 @@ def test_the_matrix_builds_with_the_guest_kernels_ccache_settings(
     assert matrix.kernel_cc_env() == {"CCACHE_DEPEND": "0"}
     lib.write_text("use_kernel_cc() { return 1; }\n")
     assert matrix.kernel_cc_env() == {}
+
+
+def test_status_says_which_rows_a_run_would_use_again_or_build(
+        tmp_path, monkeypatch):
+    """make matrix STATUS=1 builds nothing: each row's saved result a run
+    would use (passed or FAILED), or why the run would build it (none,
+    stale and what changed, uncommitted changes), and a stopped run's
+    objects to resume; exit 0 only when every row has a current passing
+    result. A cross compiler not installed here counts as the result's
+    (a run installs it)."""
+    monkeypatch.setattr(matrix, "OUT", str(tmp_path / "out"))
+    monkeypatch.setattr(matrix, "RESULTS", str(tmp_path / "results"))
+    monkeypatch.setattr(matrix, "harness_trees", lambda: ["a" * 40])
+    tree, git = one_commit_tree(tmp_path)
+    t = str(tree)
+    by = {r.name: r for r in matrix.ROWS}
+    passed, failed, cross, stale, none = (by[n] for n in (
+        "x86_64-tinyconfig", "x86_64-allnoconfig", "i386-defconfig",
+        "x86_64-defconfig", "x86_64-defconfig-ubsan"))
+    res = {"built": "yes", "new": [], "unwind": "n", "problems": [],
+           "seconds": 120.0, "date": "2026-12-04T12:00"}
+    matrix.save(passed, matrix.row_key(passed, t), dict(res, row=passed))
+    matrix.save(failed, matrix.row_key(failed, t),
+                dict(res, row=failed, problems=["3 new W=1 warnings"]))
+    matrix.save(cross, dict(matrix.row_key(cross, t), compiler="gcc 1"),
+                dict(res, row=cross))
+    key = matrix.row_key(stale, t)
+    matrix.save(stale, dict(key, sources=key["sources"] + " x"),
+                dict(res, row=stale))
+    os.makedirs(tmp_path / "out" / none.name)
+    with open(tmp_path / "out" / none.name / "resume.json", "w") as f:
+        json.dump({"seconds": 600, "key": matrix.resume_key(none, t)}, f)
+    real = matrix.compiler
+    monkeypatch.setattr(matrix, "compiler", lambda c: "none" if c ==
+                        cross.cross else real(c))
+
+    lines, done = matrix.status([passed, failed, cross, stale, none], t)
+    rows = {ln.split(" | ")[0][2:]: ln for ln in lines[2:]}
+    assert not done
+    assert "| passed (2026-12-04T12:00, 2.0 min) | - |" in rows[passed.name]
+    assert "| FAILED (2026-12-04T12:00" in rows[failed.name]
+    assert "passed (" in rows[cross.name] and \
+        "not installed here, the result's is gcc 1" in rows[cross.name]
+    assert "stale: its kernel sources changed" in rows[stale.name]
+    assert "| none | 10 min built |" in rows[none.name]
+    assert matrix.status([passed, cross], t)[1]
+    assert not matrix.status([passed, failed], t)[1]
+    (tree / "f").write_text("2\n")
+    assert "uncommitted changes" in matrix.status([passed], t)[0][2]
+    assert not matrix.status([passed], t)[1]

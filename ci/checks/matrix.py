@@ -4,7 +4,7 @@ kernel build bot tries.
 
 usage: python3 -m ci.checks.matrix --src TREE [--rows NAME,...]
            [--randconfigs N] [--seed S] [--doc FILE] [--keep-objects]
-           [--fresh]
+           [--fresh] [--status]
 
 Each row configures the tree (the series applied, TREE's HEAD) as the
 row says (a config target, for randconfig with the seed printed, then the
@@ -45,8 +45,11 @@ Prints the table (built, new W=1 warnings, UNWIND_USER, booted, suite,
 time) and writes it to build/out/matrix/table.md; with every row (no
 --rows), also to --doc (doc/matrix.md). Such a whole run builds none of
 Debian's full rows but shows the saved result of each that has one for
-the tree and names the others. Exit: 0 every row passed, 1 a row
-failed, 2 usage or setup. A randconfig row is reproduced by --rows
+the tree and names the others. --status builds nothing: it says, row by
+row, whether a run would use a saved result or run the row (its saved
+result stale, or none) and what a stopped run left to resume. Exit: 0
+every row passed (--status: every row has a current passing result), 1
+a row failed (--status: or has none), 2 usage or setup. A randconfig row is reproduced by --rows
 randconfig-SEED.
 """
 import argparse
@@ -937,6 +940,68 @@ def distro_results(tree):
     return found, missing
 
 
+def saved_status(row, tree):
+    """ROW's saved result a run would use, and a note; or None and why a
+    run would build the row. A cross compiler not installed here (a run
+    installs it) is taken to be the one the result names."""
+    path = result_path(row)
+    if not os.path.exists(path):
+        return None, "none"
+    key = row_key(row, tree)
+    if key is None:
+        return None, "unknown: uncommitted changes in the tree or in " \
+            "the harness a guest row runs (commit them)"
+    with open(path) as f:
+        have = json.load(f).get("key") or {}
+    note = ""
+    if key["compiler"] == "none" and have.get("compiler"):
+        key["compiler"] = have["compiler"]
+        note = f"; {row.package} not installed here, the result's is " \
+            f"{have['compiler']}"
+    r = cached(row, key, tree)
+    if r:
+        return r, note
+    differ = [what for k, what in (
+        ("sources", "kernel sources"), ("content", "tree"),
+        ("harness", "harness"), ("row", "row definition"),
+        ("compiler", "compiler"), ("start", "Debian configuration"))
+        if k in key and have.get(k) != key[k]]
+    return None, "stale: its " + (", ".join(differ) or "tree") + \
+        " changed since the saved result (a run builds it)"
+
+
+def status(rows, tree):
+    """make matrix STATUS=1: for each row, whether it has a result of
+    TREE and the harness (the one a run would use again), a result of
+    another (stale: a run does it again), none, and a stopped run's
+    objects to resume. Builds, fetches and locks nothing. Returns the
+    lines and whether every row has a current result that passed."""
+    lines = ["| row | result | stopped run to resume |", "|---|---|---|"]
+    done = True
+    for row in rows:
+        try:
+            r, why = saved_status(row, tree)
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            r, why = None, f"unreadable ({e!r})"
+        if r:
+            what = f"{'FAILED' if r['problems'] else 'passed'} " \
+                f"({r['cached']}, {r['seconds'] / 60:.1f} min){why}"
+            done = done and not r["problems"]
+        else:
+            what, done = why, False
+        stopped = "-"
+        try:
+            with open(os.path.join(OUT, row.name, "resume.json")) as f:
+                had = json.load(f)
+            stopped = f"{had['seconds'] / 60:.0f} min built" \
+                if had["key"] == resume_key(row, tree) else \
+                "of another tree (a run starts over)"
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        lines.append(f"| {row.name} | {what} | {stopped} |")
+    return lines, done
+
+
 def packages_of(rows):
     """The Debian packages ROWS' compilers come from (every kind of row)."""
     return sorted({r.package for r in rows if r.package})
@@ -956,6 +1021,9 @@ def main(argv=None):
                     "and harness are those of its saved result")
     ap.add_argument("--keep-objects", action="store_true",
                     help="keep each row's object directories (gigabytes)")
+    ap.add_argument("--status", action="store_true",
+                    help="say which rows have a current result, build "
+                    "nothing")
     a = ap.parse_args(argv)
     seed = a.seed if a.seed is not None else \
         int(datetime.date.today().strftime("%Y%m%d"))
@@ -965,6 +1033,14 @@ def main(argv=None):
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if a.status:
+        if whole:
+            log(f"the whole table, randconfig rows of SEED={seed}, and "
+                "Debian's full rows (run by name)")
+            rows += DISTRO_ROWS
+        lines, done = status(rows, os.path.realpath(a.src))
+        print("\n".join(lines))
+        return 0 if done else 1
     if not lock.held():
         lock.take(log)
     tree = os.path.realpath(a.src)
