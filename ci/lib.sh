@@ -85,15 +85,26 @@ cpu_seconds() {
 # say_if_build_lock_held: when another process holds the build lock, say
 # that this one waits and for whom (/proc/locks names the holder's pid): a
 # make matrix row holds it for up to an hour, and flock(1) waits silently.
+# Only a conflict (flock -n's exit 75 here) is said; nothing in it may end
+# the caller (set -e): a holder gone meanwhile leaves the message vaguer.
 say_if_build_lock_held() {
 	mkdir -p "$BUILD"
-	flock -n "$KBUILD_LOCK" true 2>/dev/null && return 0
-	local ino pid='' who=''
-	ino=$(stat -L -c %i "$KBUILD_LOCK" 2>/dev/null) &&
-		pid=$(awk -v ino="$ino" '$2 == "FLOCK" {
-			n = split($6, f, ":"); if (f[n] == ino) { print $5; exit } }' \
-			/proc/locks 2>/dev/null)
-	[ -n "$pid" ] && who=$(ps -o args= -p "$pid" 2>/dev/null | cut -c1-120)
+	local rc=0 id pid='' who=''
+	flock -n -E 75 "$KBUILD_LOCK" true 2>/dev/null || rc=$?
+	[ "$rc" -eq 75 ] || return 0
+	# /proc/locks names a file as MAJOR:MINOR:INODE, the numbers in hex
+	id=$(stat -L -c '%Hd %Ld %i' "$KBUILD_LOCK" 2>/dev/null |
+		awk '{ printf "%02x:%02x:%s", $1, $2, $3 }') || id=''
+	# the inode alone where the device differs (overlayfs shows the lower
+	# one's): the first such lock
+	[ -z "$id" ] || pid=$(awk -v id="$id" '$2 != "FLOCK" { next }
+		$6 == id { print $5; found = 1; exit }
+		{ n = split($6, f, ":"); split(id, g, ":")
+		  if (f[n] == g[3] && !any) any = $5 }
+		END { if (!found && any) print any }' /proc/locks 2>/dev/null) ||
+		pid=''
+	[ -z "$pid" ] || who=$(ps -o args= -p "$pid" 2>/dev/null |
+		cut -c1-120) || who=''
 	log "waiting for the build lock $KBUILD_LOCK: held by ${pid:-another process}${who:+ ($who)}; one kernel build or guest at a time"
 }
 

@@ -5,6 +5,7 @@ run or read."""
 import os
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -141,25 +142,43 @@ def hold_lock(path):
     return p
 
 
-def test_a_build_that_waits_for_the_lock_says_for_whom(tmp_path):
+def still_waiting(p):
+    """Whether P is still running a second on: one that did not wait for
+    the lock would have finished its echo by then."""
+    time.sleep(1)
+    return p.poll() is None
+
+
+@pytest.mark.parametrize("ps_fails", [False, True])
+def test_a_build_that_waits_for_the_lock_says_for_whom(tmp_path, ps_fails):
     """flock(1) waits silently, and a make matrix row holds the lock for
     up to an hour: a build queued behind it says it waits, naming the
-    holder's pid and command; one that does not wait says nothing."""
-    cmd = ["bash", "-c", '. "$1" && with_build_lock echo built', "-",
-           os.path.join(ROOT, "ci", "lib.sh")]
-    free = subprocess.run(cmd, env=env(tmp_path), capture_output=True,
-                          text=True, timeout=60)
+    holder's pid and command (only its pid when ps cannot say: the holder
+    gone meanwhile), then waits and builds; one that does not wait says
+    nothing. Under set -e, as every script that sources ci/lib.sh."""
+    e = env(tmp_path)
+    if ps_fails:
+        shim = tmp_path / "bin"
+        shim.mkdir()
+        (shim / "ps").write_text("#!/bin/sh\nexit 1\n")
+        (shim / "ps").chmod(0o755)
+        e["PATH"] = f"{shim}:{e['PATH']}"
+    cmd = ["bash", "-c", 'set -euo pipefail; . "$1"; with_build_lock echo '
+           'built', "-", os.path.join(ROOT, "ci", "lib.sh")]
+    free = subprocess.run(cmd, env=e, capture_output=True, text=True,
+                          timeout=60)
     assert free.returncode == 0 and free.stdout == "built\n", free.stderr
     assert "waiting" not in free.stderr
     holder = hold_lock(tmp_path / "lock")
     try:
-        waiter = subprocess.Popen(cmd, env=env(tmp_path), text=True,
+        waiter = subprocess.Popen(cmd, env=e, text=True,
                                   stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE)
         line = waiter.stderr.readline()
-        assert f"waiting for the build lock {tmp_path / 'lock'}: held by " \
-            f"{holder.pid} (flock " in line, line
-        assert waiter.poll() is None, "it went on with the lock held"
+        said = f"waiting for the build lock {tmp_path / 'lock'}: held by " \
+            f"{holder.pid}" + ("; " if ps_fails else " (flock ")
+        assert said in line, line
+        assert still_waiting(waiter), "it went on with the lock held"
     finally:
         holder.kill()
         holder.wait()
@@ -187,7 +206,18 @@ def test_python_takes_the_lock_saying_for_whom_it_waits(tmp_path):
         assert line.startswith(f"waiting for the build lock "
                                f"{tmp_path / 'lock'}: held by "
                                f"{holder.pid} (flock "), line
+        assert still_waiting(waiter), "it went on with the lock held"
     finally:
         holder.kill()
         holder.wait()
     assert waiter.communicate(timeout=60)[0] == "taken\n"
+
+
+def test_python_says_it_waits_even_when_the_shell_cannot_say_for_whom(
+        monkeypatch):
+    from ci.build import lock
+
+    def no_bash(*a, **kw):
+        raise FileNotFoundError("bash")
+    monkeypatch.setattr(lock.subprocess, "run", no_bash)
+    assert lock.who_holds("/x/lock") == "waiting for the build lock /x/lock"

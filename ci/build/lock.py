@@ -32,14 +32,24 @@ def take(log):
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        # who holds it, said as the shell scripts say it (ci/lib.sh)
+        log(who_holds(path))
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    _held = fd
+    os.environ["VMTEST_BUILD_LOCKED"] = "1"
+
+
+def who_holds(path):
+    """"waiting for the build lock PATH", with its holder as the shell
+    scripts name it (ci/lib.sh's say_if_build_lock_held); the bare words
+    if that cannot say (the holder gone meanwhile, no bash)."""
+    try:
         r = subprocess.run(["bash", "-c", '. "$1" && say_if_build_lock_held',
                             "-", os.path.join(ROOT, "ci", "lib.sh")],
                            env=dict(os.environ, VMTEST_LOCK=path),
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                           text=True)
-        log(r.stderr.strip().removeprefix("==> ") or
-            f"waiting for the build lock {path}")
-        fcntl.flock(fd, fcntl.LOCK_EX)
-    _held = fd
-    os.environ["VMTEST_BUILD_LOCKED"] = "1"
+                           text=True, timeout=30)
+        said = r.stderr.strip().removeprefix("==> ")
+    except (OSError, subprocess.SubprocessError):
+        said = ""
+    return said if said.startswith("waiting for the build lock") else \
+        f"waiting for the build lock {path}"

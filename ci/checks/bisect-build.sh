@@ -26,6 +26,10 @@ BUILD_DEPS=(ci/checks/bisect-build.sh ci/lib.sh ci/series/lib.sh ci/build/lib.sh
 mapfile -t -O "${#BUILD_DEPS[@]}" BUILD_DEPS < <(cd "$ROOT" && ls ci/guest/config/*.config)
 
 [ $# -ge 2 ] || die "usage: bisect-build.sh KERNEL_SRC KCONFIG_ARGS..."
+# The lock for the whole run: its builds' logs would take the "waiting"
+# line of each one queued on its own, and another build between two of
+# them would only make the run longer.
+lock_script "$@"
 src=$(realpath "$1")
 shift
 git -C "$src" rev-parse -q --verify "$BASE_TAG^{commit}" >/dev/null ||

@@ -67,8 +67,10 @@ check() {
 	: >"$logf"
 	printf '%s\n' "${objs[@]}" >"$logf.files"
 	[ "${#objs[@]}" -gt 0 ] || return 0
-	with_build_lock make -s -C "$tree" O="$kobj" "${KMAKE_ARGS[@]}" CC="$cc" C=2 CHECK=sparse \
-		-j"$(nproc)" "${objs[@]}" >"$logf.sparse" 2>&1 || {
+	# the log takes make's output, not the lock's "waiting" line
+	with_build_lock sh -c 'log=$1; shift; exec "$@" >"$log" 2>&1' - "$logf.sparse" \
+		make -s -C "$tree" O="$kobj" "${KMAKE_ARGS[@]}" CC="$cc" C=2 CHECK=sparse \
+		-j"$(nproc)" "${objs[@]}" || {
 		tail -30 "$logf.sparse" >&2
 		fail "sparse run failed in $tree: see $logf.sparse"
 	}
