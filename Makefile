@@ -294,8 +294,9 @@ bisect-build: deps $(TREE_DEP) ## build every commit of the series in turn (kern
 # names one SEED to reuse its randconfig rows). A row whose tree,
 # definition and harness are those of its saved result is not run again
 # (FRESH=1: it is). STATUS=1 says which rows have such a result and
-# which a run would build, building nothing.
-matrix: deps $(TREE_DEP) ## build the series as build bots do: configurations x architectures, W=1 against the base (not part of check)
+# which a run would build, building nothing (nor installing: no deps, no
+# tree; the tree as it is).
+matrix: $(if $(STATUS),,deps $(TREE_DEP)) ## build the series as build bots do: configurations x architectures, W=1 against the base (not part of check)
 	@$(PYTHON) -m ci.checks.matrix --src "$(KSRC)" $(if $(ROWS),--rows $(ROWS)) $(if $(RANDCONFIGS),--randconfigs $(RANDCONFIGS)) $(if $(SEED),--seed $(SEED)) $(if $(FRESH),--fresh) $(if $(STATUS),--status)
 
 check: ## everything CI runs: deps, tree, perf, harness tests, apply, checkpatch, export-check, vmtest x2, test-perf, short stress

@@ -810,11 +810,36 @@ def test_status_says_which_rows_a_run_would_use_again_or_build(
     assert "| passed (2026-12-04T12:00, 2.0 min) | - |" in rows[passed.name]
     assert "| FAILED (2026-12-04T12:00" in rows[failed.name]
     assert "passed (" in rows[cross.name] and \
-        "not installed here, the result's is gcc 1" in rows[cross.name]
-    assert "stale: its kernel sources changed" in rows[stale.name]
+        "not installed here: counts if a run installs the result's " \
+        "gcc 1" in rows[cross.name]
+    assert "| stale: its kernel sources changed since the saved result " \
+        "(a run builds it) |" in rows[stale.name]
     assert "| none | 10 min built |" in rows[none.name]
     assert matrix.status([passed, cross], t)[1]
     assert not matrix.status([passed, failed], t)[1]
+    # A stopped run of another tree; a result that is no saved result; a
+    # Debian row whose configuration is not fetched; a guest row while
+    # the harness has uncommitted changes
+    with open(tmp_path / "out" / none.name / "resume.json", "w") as f:
+        json.dump({"seconds": 600, "key": dict(
+            matrix.resume_key(none, t), content="0" * 40)}, f)
+    with open(matrix.result_path(stale), "w") as f:
+        f.write("[1]\n")
+    deb = next(r for r in matrix.DISTRO_ROWS if r.name == "arm64-debian")
+    monkeypatch.setattr(deb, "start", "no/such/config")
+    matrix.save(deb, {"tree": "x"}, dict(res, row=deb))
+    g = matrix.GuestRow("x86_64", "rt")
+    matrix.save(g, matrix.row_key(g, t), dict(res, row=g))
+    monkeypatch.setattr(matrix, "harness_trees", lambda: None)
+    lines, done = matrix.status([none, stale, deb, g], t)
+    assert not done
+    assert lines[2].endswith("| none | of another tree, compiler or "
+                             "configuration (a run starts over) |")
+    assert "| unreadable: not a saved result" in lines[3]
+    assert "| unknown: no/such/config not fetched (a run fetches it) |" \
+        in lines[4]
+    assert "| unknown: uncommitted changes in the harness a guest row " \
+        "runs" in lines[5]
     (tree / "f").write_text("2\n")
     assert "uncommitted changes" in matrix.status([passed], t)[0][2]
     assert not matrix.status([passed], t)[1]

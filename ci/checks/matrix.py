@@ -682,8 +682,8 @@ def run_guest_row(row, tree):
 
 def clean_head(path):
     """PATH's commit, None when its tracked files differ from it."""
-    if subprocess.run(["git", "-C", path, "diff", "--quiet",
-                       "HEAD"]).returncode != 0:
+    if subprocess.run(["git", "-C", path, "diff", "--quiet", "HEAD"],
+                      stderr=subprocess.DEVNULL).returncode != 0:
         return None
     return subprocess.run(["git", "-C", path, "rev-parse", "HEAD"],
                           capture_output=True,
@@ -947,17 +947,27 @@ def saved_status(row, tree):
     path = result_path(row)
     if not os.path.exists(path):
         return None, "none"
+    if getattr(row, "start", None) and start_digest(row) == "missing":
+        return None, f"unknown: {row.start} not fetched (a run fetches it)"
+    if not clean_head(tree):
+        return None, f"unknown: {tree} is no git tree, or has uncommitted " \
+            "changes"
     key = row_key(row, tree)
     if key is None:
-        return None, "unknown: uncommitted changes in the tree or in " \
-            "the harness a guest row runs (commit them)"
+        return None, "unknown: uncommitted changes in the harness a guest " \
+            "row runs (commit them)"
     with open(path) as f:
-        have = json.load(f).get("key") or {}
+        saved = json.load(f)
+    if not isinstance(saved, dict) or \
+            not isinstance(saved.get("result"), dict) or \
+            not isinstance(saved.get("key") or {}, dict):
+        return None, "unreadable: not a saved result (a run writes it anew)"
+    have = saved.get("key") or {}
     note = ""
     if key["compiler"] == "none" and have.get("compiler"):
         key["compiler"] = have["compiler"]
-        note = f"; {row.package} not installed here, the result's is " \
-            f"{have['compiler']}"
+        note = f"; {row.package} not installed here: counts if a run " \
+            f"installs the result's {have['compiler']}"
     r = cached(row, key, tree)
     if r:
         return r, note
@@ -966,8 +976,9 @@ def saved_status(row, tree):
         ("harness", "harness"), ("row", "row definition"),
         ("compiler", "compiler"), ("start", "Debian configuration"))
         if k in key and have.get(k) != key[k]]
-    return None, "stale: its " + (", ".join(differ) or "tree") + \
-        " changed since the saved result (a run builds it)"
+    return None, "stale: " + (f"its {', '.join(differ)} changed" if differ
+                              else "saved in another form") + \
+        " since the saved result (a run builds it)"
 
 
 def status(rows, tree):
@@ -981,7 +992,8 @@ def status(rows, tree):
     for row in rows:
         try:
             r, why = saved_status(row, tree)
-        except (OSError, ValueError, KeyError, TypeError) as e:
+        except (OSError, ValueError, KeyError, TypeError,
+                AttributeError) as e:
             r, why = None, f"unreadable ({e!r})"
         if r:
             what = f"{'FAILED' if r['problems'] else 'passed'} " \
@@ -993,9 +1005,13 @@ def status(rows, tree):
         try:
             with open(os.path.join(OUT, row.name, "resume.json")) as f:
                 had = json.load(f)
+            now = resume_key(row, tree)
+            if now["compiler"] == "none":
+                now["compiler"] = had["key"]["compiler"]
             stopped = f"{had['seconds'] / 60:.0f} min built" \
-                if had["key"] == resume_key(row, tree) else \
-                "of another tree (a run starts over)"
+                if had["key"] == now else \
+                "of another tree, compiler or configuration (a run " \
+                "starts over)"
         except (OSError, ValueError, KeyError, TypeError):
             pass
         lines.append(f"| {row.name} | {what} | {stopped} |")
