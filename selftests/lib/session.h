@@ -185,7 +185,8 @@ bool exec_failed(int status);
  * samples in one place of it: calls record(last) up to kRecordings times,
  * until it returns true (the run took what the test judges), a fatal
  * failure or a skip; last is true on the final call, where what is still
- * missing fails the test. Prints and returns the number of calls.
+ * missing fails the test. Prints and returns the number of calls. record
+ * returns bool, so ASSERT_* and GTEST_SKIP go in a void function it calls.
  * Why again: a helper runs its loop for a span of its own CPU clock, which
  * runs on while the host has the guest's vCPU stopped, and a sample timer
  * fires once however long the stop. With QEMU stopped 400 of every 450 ms
