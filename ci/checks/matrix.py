@@ -121,15 +121,24 @@ ROWS = [
          "X86_KERNEL_IBT": "n"}, unwind="y",
         why="sanitizer calls where objtool checks user access regions"),
     # x86 selects PERF_EVENTS: perf off is tried on arm64, which does not.
-    # CoreSight selects PERF_EVENTS: off with it.
+    # CoreSight selects PERF_EVENTS: off with it. PERF_EVENTS only implies
+    # UNWIND_USER, which olddefconfig keeps as defconfig set it: asked for
+    # by name, so the row is the unwinder with ftrace its only consumer.
     # arm64's defconfig builds for 59-138 min cold on two cores (2026-11-30
     # and 12-01), more than a session has beside its other work: its rows
     # resume (run_row). The shared directory gave them nothing: the second
     # of them built longer than the first.
     Row("arm64-defconfig-noperf", "arm64", "defconfig",
-        {"CORESIGHT": "n", "PERF_EVENTS": "n"}, cross="aarch64-linux-gnu-",
-        package="gcc-aarch64-linux-gnu", resume=True,
-        why="arm64 lets PERF_EVENTS go (x86 selects it)"),
+        {"CORESIGHT": "n", "PERF_EVENTS": "n", "UNWIND_USER": "y"},
+        cross="aarch64-linux-gnu-", package="gcc-aarch64-linux-gnu",
+        unwind="y", resume=True,
+        why="the unwinder without perf: arm64 lets PERF_EVENTS go (x86 "
+        "selects it)"),
+    # arm64 calls the unwinder's entry hooks from its own exit to user mode
+    # code and sigreturn: they must build as the stubs of a kernel without it
+    Row("arm64-allnoconfig", "arm64", "allnoconfig",
+        cross="aarch64-linux-gnu-", package="gcc-aarch64-linux-gnu",
+        why="arm64's entry hooks without the unwinder"),
     Row("i386-defconfig", "i386", "defconfig", cross="i686-linux-gnu-",
         package="gcc-i686-linux-gnu",
         why="generic entry, but the unwinder is x86-64's (HAVE_UNWIND_USER_FP)"),
