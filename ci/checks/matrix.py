@@ -1027,9 +1027,19 @@ def status(rows, tree):
     return lines, done
 
 
+# What the kernel's build runs for choices Kconfig cannot check on the
+# host (Documentation/process/changes.rst): a configuration may compress
+# the kernel with any of these, and BUILTIN_MODULE_RANGES (which a
+# randconfig may turn on) runs gawk. make deps has xz; the guests' own
+# configurations need none of them.
+BUILD_TOOLS = ["bzip2", "gawk", "lz4", "lzop", "zstd"]
+
+
 def packages_of(rows):
-    """The Debian packages ROWS' compilers come from (every kind of row)."""
-    return sorted({r.package for r in rows if r.package})
+    """The Debian packages ROWS need beyond make deps: their compilers
+    (every kind of row) and, for a build row, BUILD_TOOLS."""
+    tools = BUILD_TOOLS if any(isinstance(r, Row) for r in rows) else []
+    return sorted({r.package for r in rows if r.package} | set(tools))
 
 
 def main(argv=None):
