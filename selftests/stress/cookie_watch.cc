@@ -41,6 +41,38 @@ perf_event_attr watch_attr()
 	return a;
 }
 
+/*
+ * The watch: one inherited event per CPU on this process (perf record's
+ * layout: an inherited per-task event cannot be mmapped with cpu -1),
+ * opened before any thread or child exists, so it follows every one of
+ * them and their execs. Per-task, not per-CPU context: CPU hotplug
+ * removes a per-CPU context's events for good, and the cookies of tasks
+ * returning there would look lost.
+ *
+ * The calling thread stays on CPU 0 while it opens and enables them. It
+ * is sampled as soon as the first is on, and a record goes to the event
+ * of the CPU its entry returns on, if that one is enabled: an entry
+ * sampled on CPU 0 that returned on a CPU whose event was still off
+ * would announce a cookie no record ever answers (a CI run had one, the
+ * 20th cookie of CPU 0 since boot: c=140001, who=main). The end of the
+ * run pins to CPU 0 for the same reason (main.cc).
+ */
+std::string open_watch(std::vector<perf::Event> *watch)
+{
+	work::AffinityGuard unpin;
+	if (int err = work::pin(0, 0))
+		return "watch-pin-errno" + std::to_string(-err);
+	watch->resize(g_ncpu);
+	for (int c = 0; c < g_ncpu; c++) {
+		int e = (*watch)[c].open(watch_attr(), 0, c, kWatchPages);
+		if (e < 0)
+			return "watch-open-cpu" + std::to_string(c) + "-errno" +
+			       std::to_string(-e);
+		(*watch)[c].enable();
+	}
+	return "";
+}
+
 namespace {
 
 /*

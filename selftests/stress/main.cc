@@ -243,24 +243,12 @@ int main(int argc, char **argv)
 	tp_ids[1] = work::tracepoint_id("sched/sched_switch");
 	tp_ids[2] = work::tracepoint_id("syscalls/sys_exit_getppid");
 
-	/*
-	 * The watch: one inherited event per CPU on this process (perf
-	 * record's layout: an inherited per-task event cannot be mmapped
-	 * with cpu -1), opened before any thread or child exists, so it
-	 * follows every one of them and their execs. Per-task, not per-CPU
-	 * context: CPU hotplug removes a per-CPU context's events for good,
-	 * and the cookies of tasks returning there would look lost.
-	 */
-	std::vector<perf::Event> watch(g_ncpu);
-	for (int c = 0; c < g_ncpu; c++) {
-		int e = watch[c].open(watch_attr(), 0, c, kWatchPages);
-		if (e < 0) {
-			printf("stress-end seconds=0 ops=0 status=error "
-			       "reason=watch-open-cpu%d-errno%d\n",
-			       c, -e);
-			return 1;
-		}
-		watch[c].enable();
+	std::vector<perf::Event> watch;
+	std::string err = open_watch(&watch);
+	if (!err.empty()) {
+		printf("stress-end seconds=0 ops=0 status=error reason=%s\n",
+		       err.c_str());
+		return 1;
 	}
 
 	double t0 = work::now_s();

@@ -174,6 +174,11 @@ struct Accounting {
 /* The watch's event: cpu-clock, inherited, defer_callchain and
  * defer_output. */
 perf_event_attr watch_attr();
+/*
+ * Open and enable the watch, one event per CPU, from the calling thread
+ * (the main one, before any other exists); "" or the reason it failed.
+ */
+std::string open_watch(std::vector<perf::Event> *watch);
 /* Drain ev (buffer number buf) into acc. */
 void account(Accounting *acc, perf::Event &ev, uint32_t buf);
 /* The stress-unmatched lines of acc's unmatched cookies. */
